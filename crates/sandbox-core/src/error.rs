@@ -1,0 +1,98 @@
+//! The one error type every hook rejects with.
+
+use std::fmt;
+
+/// The JS error class the original implementation raised. The host only sees `message` (and a
+/// numeric `code`), but tests and users that inspect `err.name` see this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorClass {
+    #[default]
+    Error,
+    TypeError,
+    /// zod's validation error: its message is the issue list as pretty-printed JSON.
+    ZodError,
+    AggregateError,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Error => "Error",
+            ErrorClass::TypeError => "TypeError",
+            ErrorClass::ZodError => "ZodError",
+            ErrorClass::AggregateError => "AggregateError",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A hook failure. `message` is exactly the text of the contract (`../shared/contract/*.txt`);
+/// it must never carry secrets, provider response bodies or URLs with credentials.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    pub message: String,
+    pub class: ErrorClass,
+    /// A numeric code for the JSON-RPC error (the SDK forwards numeric codes; Kubernetes API
+    /// errors carry their HTTP status this way, as the original client did).
+    pub code: Option<i64>,
+}
+
+pub type ProviderResult<T> = Result<T, ProviderError>;
+
+impl ProviderError {
+    /// A plain `Error` with the given catalogued message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            class: ErrorClass::Error,
+            code: None,
+        }
+    }
+
+    pub fn with_class(mut self, class: ErrorClass) -> Self {
+        self.class = class;
+        self
+    }
+
+    pub fn with_code(mut self, code: i64) -> Self {
+        self.code = Some(code);
+        self
+    }
+}
+
+impl From<&str> for ProviderError {
+    fn from(message: &str) -> Self {
+        ProviderError::new(message)
+    }
+}
+
+impl From<String> for ProviderError {
+    fn from(message: String) -> Self {
+        ProviderError::new(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_exactly_the_message() {
+        let err = ProviderError::new("CreateOS requires an API URL.").with_code(404);
+        assert_eq!(err.to_string(), "CreateOS requires an API URL.");
+        assert_eq!(err.code, Some(404));
+        assert_eq!(err.class.as_str(), "Error");
+    }
+
+    #[test]
+    fn class_names_match_js() {
+        assert_eq!(ErrorClass::ZodError.to_string(), "ZodError");
+        assert_eq!(ErrorClass::TypeError.to_string(), "TypeError");
+    }
+}

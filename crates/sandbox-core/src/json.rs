@@ -1,0 +1,145 @@
+//! JavaScript semantics that the original providers' results depend on.
+//!
+//! The originals are TypeScript, so their observable behaviour follows JS rules: what `trim()`
+//! strips, what `typeof` says, the order `Object.entries` walks keys in. These helpers reproduce
+//! exactly those rules over `serde_json::Value`.
+
+use serde_json::{Map, Value};
+
+/// Characters JS `String.prototype.trim` removes: WhiteSpace and LineTerminator of ECMA-262.
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0009}'
+            | '\u{000A}'
+            | '\u{000B}'
+            | '\u{000C}'
+            | '\u{000D}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
+    )
+}
+
+/// JS `s.trim()`.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
+/// JS `value == null` (both `null` and a missing key, which arrive as `None`/`Null`).
+pub fn is_nullish(value: Option<&Value>) -> bool {
+    matches!(value, None | Some(Value::Null))
+}
+
+/// JS `typeof value` for a JSON value.
+pub fn js_typeof(value: &Value) -> &'static str {
+    match value {
+        Value::Null | Value::Array(_) | Value::Object(_) => "object",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+    }
+}
+
+/// JS `Number.isInteger(value)`. JSON numbers are finite, so only the fraction matters.
+pub fn is_js_integer(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+/// The number as an `f64`, if the value is a JSON number.
+pub fn as_js_number(value: &Value) -> Option<f64> {
+    value.as_f64()
+}
+
+/// Whether `key` is an array index in JS terms (a canonical decimal below 2^32 - 1). JS objects
+/// list such keys first, in ascending numeric order, before all other keys.
+pub fn is_array_index(key: &str) -> bool {
+    if key.is_empty() || key.len() > 10 || !key.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    if key.len() > 1 && key.starts_with('0') {
+        return false;
+    }
+    key.parse::<u64>().is_ok_and(|n| n < u32::MAX as u64)
+}
+
+/// `Object.entries(object)` order: array-index keys ascending, then the rest in insertion order.
+pub fn js_entries(object: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut indexed: Vec<(&String, &Value)> =
+        object.iter().filter(|(k, _)| is_array_index(k)).collect();
+    indexed.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
+    indexed.extend(object.iter().filter(|(k, _)| !is_array_index(k)));
+    indexed
+}
+
+/// Assigning `object[key] = value` in JS, for a plain object built by the original code.
+/// `__proto__` is an accessor on plain objects: assigning a string to it does nothing.
+pub fn js_assign(object: &mut Map<String, Value>, key: String, value: Value) {
+    if key == "__proto__" {
+        return;
+    }
+    object.insert(key, value);
+}
+
+/// Reorders an object the way JS would list it after building it key by key (array-index keys
+/// first). Needed where a map taken from input is emitted with `JSON.stringify`.
+pub fn js_ordered(object: Map<String, Value>) -> Map<String, Value> {
+    if !object.keys().any(|k| is_array_index(k)) {
+        return object;
+    }
+    let entries: Vec<(String, Value)> = js_entries(&object)
+        .into_iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    entries.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn trim_follows_js() {
+        assert_eq!(js_trim("\u{feff}\u{3000} a b \n\u{2028}"), "a b");
+        assert_eq!(js_trim("\u{0085}x"), "\u{0085}x", "NEL is not JS whitespace");
+    }
+
+    #[test]
+    fn integers_follow_number_is_integer() {
+        assert!(is_js_integer(&json!(3)));
+        assert!(is_js_integer(&json!(3.0)));
+        assert!(!is_js_integer(&json!(1.5)));
+        assert!(!is_js_integer(&json!("3")));
+    }
+
+    #[test]
+    fn entries_put_array_indices_first() {
+        let obj = json!({"b": 1, "10": 2, "a": 3, "2": 4, "01": 5});
+        let keys: Vec<&str> = js_entries(obj.as_object().unwrap())
+            .into_iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(keys, ["2", "10", "b", "a", "01"]);
+    }
+
+    #[test]
+    fn proto_assignment_is_dropped() {
+        let mut map = Map::new();
+        js_assign(&mut map, "__proto__".into(), json!("x"));
+        js_assign(&mut map, "k".into(), json!("v"));
+        assert_eq!(Value::Object(map), json!({"k": "v"}));
+    }
+}

@@ -1,0 +1,13 @@
+//! Shared foundation of the sandbox providers.
+//!
+//! The provider crates know nothing of Node: they take JSON-shaped params, report through a
+//! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
+//! The napi layer (`src/` of the root package) only converts and bridges.
+
+pub mod error;
+pub mod golden;
+pub mod host;
+pub mod json;
+
+pub use error::{ErrorClass, ProviderError, ProviderResult};
+pub use host::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};

@@ -1,1 +1,18 @@
-//! napi surface
+//! The napi surface of paperclip-sandbox-native.
+//!
+//! Nothing here decides anything: each class forwards a hook to its provider crate, converts
+//! JSON in and out, and bridges the worker's `ctx` through ThreadsafeFunctions. Hook results
+//! cross as an [`outcome::Outcome`] so that the JS facade can throw a plain `Error` with the
+//! exact catalogued message (napi's own errors carry an enumerable string `code`).
+
+mod createos;
+mod debug;
+mod guard;
+mod host;
+mod kubernetes;
+mod outcome;
+
+#[napi_derive::module_init]
+fn init() {
+    guard::install_panic_hook();
+}

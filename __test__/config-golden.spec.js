@@ -1,0 +1,69 @@
+// Golden vectors for config validation, run through the real plugins: in process through the
+// SDK's test harness, and over stdio through a forked worker. The same vectors run as Rust tests
+// in the provider crates; PAPERCLIP_GOLDEN_DIR points both at another vector set.
+
+import { createTestHarness } from "@paperclipai/plugin-sdk/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import createosPlugin, { manifest as createosManifest } from "../plugins/createos/dist/index.js";
+import kubernetesPlugin, { manifest as kubernetesManifest } from "../plugins/kubernetes/dist/index.js";
+import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { loadCases, outcomeOf } from "./support/golden.js";
+
+const suites = [
+  {
+    name: "createos",
+    plugin: createosPlugin,
+    manifest: createosManifest,
+    // Every CreateOS config case calls onEnvironmentValidateConfig with {driverKey, config}.
+    cases: loadCases("createos/config.json").map((c) => ({
+      name: c.name,
+      params: { driverKey: "createos", config: c.input.config },
+      expected: c.expected,
+    })),
+  },
+  {
+    name: "kubernetes",
+    plugin: kubernetesPlugin,
+    manifest: kubernetesManifest,
+    // The other hooks' config stages run in Rust until those hooks exist in the worker.
+    cases: loadCases("kubernetes/config.json")
+      .filter((c) => c.input.hook === "onEnvironmentValidateConfig")
+      .map((c) => ({ name: c.name, params: c.input.params, expected: c.expected })),
+  },
+];
+
+describe.each(suites)("$name config vectors", (suite) => {
+  it("has cases", () => {
+    expect(suite.cases.length).toBeGreaterThan(0);
+  });
+
+  describe("through the plugin definition", () => {
+    beforeAll(async () => {
+      const harness = createTestHarness({ manifest: suite.manifest });
+      await suite.plugin.definition.setup(harness.ctx);
+    });
+
+    it.each(suite.cases)("$name", async ({ params, expected }) => {
+      const actual = await outcomeOf(() => suite.plugin.definition.onEnvironmentValidateConfig(structuredClone(params)));
+      expect(JSON.stringify(actual)).toBe(JSON.stringify(expected));
+    });
+  });
+
+  describe("through a forked worker over stdio", () => {
+    let worker;
+    beforeAll(async () => {
+      worker = await ForkedWorker.start(suite.name);
+    });
+    afterAll(() => worker?.kill());
+
+    it.each(suite.cases)("$name", async ({ params, expected }) => {
+      const response = await worker.request("environmentValidateConfig", params);
+      if (expected.throws) {
+        expect(response.error?.message).toBe(expected.throws.message);
+      } else {
+        expect(JSON.stringify(response.result)).toBe(JSON.stringify(expected.returns));
+      }
+    });
+  });
+});

@@ -1,0 +1,76 @@
+// The host's way in: fork each plugin's worker as the Paperclip host does and drive it over
+// newline-delimited JSON-RPC on stdio.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+
+const providers = [
+  {
+    plugin: "createos",
+    driverKey: "createos",
+    health: { status: "ok", message: "CreateOS provider loaded; probe an environment to check connectivity." },
+    valid: { apiUrl: "https://api.sb.createos.sh", shape: "s-1vcpu-1gb" },
+    invalid: { shape: "s-1vcpu-1gb" },
+    invalidErrors: ["CreateOS requires an API URL."],
+  },
+  {
+    plugin: "kubernetes",
+    driverKey: "kubernetes",
+    health: { status: "ok", message: "Kubernetes sandbox provider plugin healthy" },
+    valid: { inCluster: true, egressMode: "cilium" },
+    invalid: { inCluster: "yes" },
+    invalidErrors: ["Expected boolean, received string"],
+  },
+];
+
+describe.each(providers)("forked $plugin worker", (provider) => {
+  let worker;
+
+  beforeAll(async () => {
+    worker = await ForkedWorker.start(provider.plugin);
+  });
+
+  afterAll(() => worker?.kill());
+
+  it("advertises exactly the hooks Rust implements", () => {
+    expect(worker.initializeResult).toEqual({
+      ok: true,
+      supportedMethods: ["health", "environmentValidateConfig"],
+    });
+  });
+
+  it("answers health", async () => {
+    expect(await worker.call("health", {})).toEqual(provider.health);
+  });
+
+  it("validates a good config and normalises it", async () => {
+    const result = await worker.call("environmentValidateConfig", { driverKey: provider.driverKey, config: provider.valid });
+    expect(result.ok).toBe(true);
+    expect(result.normalizedConfig).toBeTypeOf("object");
+  });
+
+  it("rejects a bad config with the original's message", async () => {
+    const result = await worker.call("environmentValidateConfig", { driverKey: provider.driverKey, config: provider.invalid });
+    expect(result).toEqual({ ok: false, errors: provider.invalidErrors });
+  });
+
+  it("refuses a hook it does not implement the way the SDK does", async () => {
+    const response = await worker.request(
+      "environmentProbe",
+      { driverKey: provider.driverKey, companyId: "company-1", environmentId: "env-1", config: provider.valid },
+      { invocation: { id: "inv-probe", scope: { companyId: "company-1" } } },
+    );
+    expect(response.error.code).toBe(-32004);
+  });
+
+  it("shuts down cleanly and wrote nothing but JSON-RPC to stdout", async () => {
+    const { reply, exit } = await worker.shutdown();
+    expect(reply.result).toBeNull();
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(worker.rpc.lines.length).toBeGreaterThan(0);
+    for (const line of worker.rpc.lines) {
+      expect(JSON.parse(line).jsonrpc).toBe("2.0");
+    }
+  });
+});

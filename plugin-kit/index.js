@@ -1,0 +1,119 @@
+// The thin facade every plugin worker shares: load the addon, bridge `ctx` into Rust, and turn
+// native outcomes into plain `Error`s with the exact catalogued message. No provider logic lives
+// here; anything that decides something belongs in the Rust crates.
+
+import { AsyncResource } from "node:async_hooks";
+
+
+/**
+ * Loads the native addon, with a message that says what to do when it was never built
+ * (napi-rs' default blames npm's optional dependencies, which is misleading for a source build).
+ */
+export async function loadNative() {
+  try {
+    return await import("paperclip-sandbox-native");
+  } catch (cause) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    if (detail.includes("Cannot find native binding")) {
+      throw new Error(
+        "paperclip-sandbox-native: the native addon is not built; run `npm install` or `npm run build` " +
+          "in the paperclip-sandbox-native package (needs Rust >= 1.88 and cargo).",
+        { cause },
+      );
+    }
+    throw cause;
+  }
+}
+
+/** Turns a native failure description into the Error the original plugin would have thrown. */
+function errorFromNative({ message, name, code }) {
+  const error = new Error(message);
+  if (name && name !== "Error") {
+    Object.defineProperty(error, "name", { value: name, configurable: true, writable: true });
+  }
+  if (typeof code === "number") error.code = code;
+  return error;
+}
+
+/**
+ * napi-rs rejects with an Error carrying an enumerable string `code` ("GenericFailure"): noise to
+ * the host and to users comparing errors. Keep the message, drop the code.
+ */
+function plainError(error) {
+  if (!(error instanceof Error)) return new Error(String(error));
+  if (typeof error.code === "string") return new Error(error.message);
+  return error;
+}
+
+/** Unwraps a native `Outcome`: its value, or a throw of its error. */
+export function settle(outcome) {
+  if (outcome.error) throw errorFromNative(outcome.error);
+  return outcome.value;
+}
+
+/** Runs a native call (sync or async) and settles its outcome, normalising any thrown error. */
+export async function invoke(call) {
+  let outcome;
+  try {
+    outcome = await call();
+  } catch (error) {
+    throw plainError(error);
+  }
+  return settle(outcome);
+}
+
+/** A callback Rust may invoke: a throw inside it must never take the worker down. */
+function guarded(fn) {
+  return (...args) => {
+    try {
+      fn(...args);
+    } catch {
+      // The SDK's ctx methods do not throw; a replaced ctx (tests) might. Dropping is safe.
+    }
+  };
+}
+
+/**
+ * The provider-lifetime side of the ctx bridge. `callbacks` is handed to the native provider's
+ * constructor before `setup` runs; `attach(ctx)` (from `setup`) points them at the live ctx.
+ */
+export function createHostBridge() {
+  let ctx = null;
+  const callbacks = {
+    log: guarded((level, message) => ctx?.logger?.[level]?.(message)),
+    loginOutput: guarded((hostRouteId, workerSessionId, chunk) =>
+      ctx?.loginPty?.output(hostRouteId, workerSessionId, chunk),
+    ),
+    loginExit: guarded((hostRouteId, workerSessionId, exitCode) =>
+      ctx?.loginPty?.exit(hostRouteId, workerSessionId, exitCode),
+    ),
+    duplexData: guarded((hostRouteId, workerSessionId, chunk) =>
+      ctx?.duplexChannel?.data(hostRouteId, workerSessionId, chunk),
+    ),
+    duplexExit: guarded((hostRouteId, workerSessionId, exitCode, transportClosed) =>
+      ctx?.duplexChannel?.exit(hostRouteId, workerSessionId, exitCode, transportClosed),
+    ),
+  };
+  return {
+    callbacks,
+    attach(next) {
+      ctx = next;
+    },
+    detach() {
+      ctx = null;
+    },
+    /**
+     * `ctx.execution.log` for the hook running now. It must be created inside the hook: the
+     * SDK stamps each chunk with the host's invocation id from the hook's async context, and
+     * Node 24 loses that context for calls that arrive from a Rust thread unless the callback
+     * is bound to it here.
+     */
+    executionLog() {
+      const current = ctx;
+      return AsyncResource.bind(
+        guarded((stream, chunk) => current?.execution?.log(stream, chunk)),
+      );
+    },
+  };
+}
+

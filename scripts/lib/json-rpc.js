@@ -1,0 +1,95 @@
+// A minimal host side of the worker protocol: newline-delimited JSON-RPC 2.0 over a pair of
+// streams, as the Paperclip host speaks it. Used both over PassThrough streams (in-process SDK
+// host) and over a forked worker's stdio.
+
+import { createInterface } from "node:readline";
+
+export class JsonRpcPeer {
+  #nextId = 1;
+  #pending = new Map();
+  #output;
+
+  /** Every line the worker wrote, raw, so tests can check stdout carried only JSON-RPC. */
+  lines = [];
+  /** Notifications from the worker, in arrival order. */
+  notifications = [];
+  /** Requests the worker made to the host (`ctx.*` service calls). */
+  workerRequests = [];
+
+  constructor(input, output) {
+    this.#output = output;
+    const reader = createInterface({ input, crlfDelay: Infinity });
+    reader.on("line", (line) => this.#onLine(line));
+    reader.on("close", () => {
+      for (const { reject } of this.#pending.values()) {
+        reject(new Error("worker stream closed before the reply"));
+      }
+      this.#pending.clear();
+    });
+  }
+
+  #onLine(line) {
+    this.lines.push(line);
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (message.id !== undefined && message.method === undefined) {
+      const pending = this.#pending.get(message.id);
+      if (pending) {
+        this.#pending.delete(message.id);
+        pending.resolve(message);
+      }
+      return;
+    }
+    if (message.id !== undefined) {
+      this.workerRequests.push(message);
+      // Tracing is a no-op without a traceparent; everything else a provider must not need.
+      const reply =
+        message.method === "span.record"
+          ? { jsonrpc: "2.0", id: message.id, result: null }
+          : { jsonrpc: "2.0", id: message.id, error: { code: -32601, message: `${message.method} not served by the test host` } };
+      this.#output.write(`${JSON.stringify(reply)}\n`);
+      return;
+    }
+    this.notifications.push(message);
+  }
+
+  /**
+   * Sends a request and resolves with the whole response message ({result} or {error}).
+   * `invocation` adds the host's `paperclipInvocation` envelope, as the host does for any call
+   * whose params carry a companyId.
+   */
+  request(method, params, { invocation } = {}) {
+    const id = this.#nextId++;
+    const message = { jsonrpc: "2.0", id, method, params };
+    if (invocation) message.paperclipInvocation = invocation;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#output.write(`${JSON.stringify(message)}\n`);
+    });
+  }
+
+  /** Like `request`, but resolves with `result` and rejects with the JSON-RPC error. */
+  async call(method, params, options) {
+    const response = await this.request(method, params, options);
+    if (response.error) {
+      const error = new Error(response.error.message);
+      error.code = response.error.code;
+      throw error;
+    }
+    return response.result;
+  }
+}
+
+/** The `initialize` params the host sends. */
+export function initializeParams(manifest) {
+  return {
+    manifest,
+    config: {},
+    instanceInfo: { instanceId: "test-instance", hostVersion: "2026.916.1" },
+    apiVersion: 1,
+  };
+}

@@ -1,0 +1,40 @@
+//! `CreateOsProvider`: the napi face of `crates/createos`.
+
+use std::sync::Arc;
+
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::guard;
+use crate::host::{HostCallbacks, JsHost};
+use crate::outcome::Outcome;
+
+#[napi(js_name = "CreateOsProvider")]
+pub struct JsCreateOsProvider {
+    provider: createos::CreateOsProvider,
+    #[allow(dead_code)] // used by the lease hooks as they land
+    host: Arc<JsHost>,
+}
+
+#[napi]
+impl JsCreateOsProvider {
+    #[napi(constructor)]
+    pub fn new(host: Option<HostCallbacks>) -> Self {
+        Self {
+            provider: createos::CreateOsProvider::new(),
+            host: JsHost::new(host),
+        }
+    }
+
+    /// `onHealth`.
+    #[napi(catch_unwind)]
+    pub fn health(&self) -> Outcome {
+        guard::sync(|| Outcome::value(self.provider.health()))
+    }
+
+    /// `onEnvironmentValidateConfig`: synchronous, it never touches the network.
+    #[napi(catch_unwind)]
+    pub fn validate_config(&self, params: Value) -> Outcome {
+        guard::sync(|| Outcome::value(self.provider.validate_config(&params)))
+    }
+}

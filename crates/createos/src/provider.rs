@@ -23,6 +23,6 @@ impl CreateOsProvider {
 
     /// `onEnvironmentValidateConfig`: parse only, no network and no key resolution.
     pub fn validate_config(&self, params: &Value) -> Value {
-        config::validate_config(params.get("config").unwrap_or(&Value::Null))
+        config::validate_config_params(params)
     }
 }

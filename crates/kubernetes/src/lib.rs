@@ -2,7 +2,18 @@
 //!
 //! See `../shared/reference/kubernetes.md`.
 
+pub mod adapters;
 pub mod config;
+pub mod egress_warnings;
+pub mod js;
+pub mod namespace;
 mod provider;
 
-pub use provider::KubernetesProvider;
+pub use config::KubernetesConfig;
+pub use namespace::{derive_company_slug, derive_tenant_namespace};
+pub use provider::{
+    ConfigStage, INVALID_CONFIG_SUMMARY, JOB_BACKEND_NO_LOGIN_PTY, KubernetesProvider,
+    NO_PROVIDER_LEASE_ID, config_stage_of_acquire, config_stage_of_destroy,
+    config_stage_of_execute, config_stage_of_release, config_stage_of_resume,
+    parse_config_for_hook, probe_config_error, validate_config, zod_error,
+};

@@ -1,0 +1,342 @@
+//! Adapter runtime defaults: the built-in table and the optional `config.adapters` registry.
+//!
+//! The registry replaces the built-in table when it has any entry; see spec §5.1–§5.2.
+
+use sandbox_core::{ProviderError, ProviderResult};
+use serde_json::{Map, Value};
+
+/// String-to-string maps taken from input (`defaultEnv`, label selectors, annotations), in the
+/// order JS lists their keys.
+pub type StringMap = Vec<(String, String)>;
+
+/// A [`StringMap`] as a JSON object.
+pub fn string_map_json(map: &StringMap) -> Value {
+    Value::Object(
+        map.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+fn strings_json(list: &[String]) -> Value {
+    list.iter().cloned().map(Value::String).collect()
+}
+
+/// What a run of one adapter type needs: its image, the secrets it reads from the worker's
+/// environment, the hosts it must reach, and a version probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterDefaults {
+    pub runtime_image: String,
+    pub env_keys: Vec<String>,
+    pub allow_fqdns: Vec<String>,
+    pub probe_command: Vec<String>,
+    /// Non-secret env layered under the secrets; only registry entries carry it.
+    pub default_env: Option<StringMap>,
+}
+
+impl AdapterDefaults {
+    /// The original's object, keys in its order; `defaultEnv` is absent when undefined.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("runtimeImage".into(), self.runtime_image.clone().into());
+        out.insert("envKeys".into(), strings_json(&self.env_keys));
+        out.insert("allowFqdns".into(), strings_json(&self.allow_fqdns));
+        out.insert("probeCommand".into(), strings_json(&self.probe_command));
+        if let Some(env) = &self.default_env {
+            out.insert("defaultEnv".into(), string_map_json(env));
+        }
+        Value::Object(out)
+    }
+}
+
+/// One parsed `config.adapters` entry (the schema's output, defaults applied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterRegistryEntry {
+    pub adapter_type: String,
+    /// Parsed and kept in the normalised config, but nothing consults it.
+    pub enabled: bool,
+    pub runtime_image: Option<String>,
+    pub env_keys: Option<Vec<String>>,
+    pub allow_fqdns: Option<Vec<String>>,
+    pub probe_command: Option<Vec<String>>,
+    pub default_env: Option<StringMap>,
+}
+
+impl AdapterRegistryEntry {
+    /// The normalised entry, keys in schema order, unset optional keys absent.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("adapterType".into(), self.adapter_type.clone().into());
+        out.insert("enabled".into(), self.enabled.into());
+        if let Some(image) = &self.runtime_image {
+            out.insert("runtimeImage".into(), image.clone().into());
+        }
+        let lists = [
+            ("envKeys", &self.env_keys),
+            ("allowFqdns", &self.allow_fqdns),
+            ("probeCommand", &self.probe_command),
+        ];
+        for (key, list) in lists {
+            if let Some(list) = list {
+                out.insert(key.into(), strings_json(list));
+            }
+        }
+        if let Some(env) = &self.default_env {
+            out.insert("defaultEnv".into(), string_map_json(env));
+        }
+        Value::Object(out)
+    }
+}
+
+struct BuiltIn {
+    adapter_type: &'static str,
+    runtime_image: &'static str,
+    env_keys: &'static [&'static str],
+    allow_fqdns: &'static [&'static str],
+    probe_command: &'static [&'static str],
+}
+
+/// The built-in table (upstream `adapter-defaults.ts` @ 1516b74), in its declaration order.
+const BUILT_INS: [BuiltIn; 6] = [
+    BuiltIn {
+        adapter_type: "claude_local",
+        runtime_image: "ghcr.io/paperclipai/agent-runtime-claude:git-38d8f371722b315d2fb3bbaa512518742e33ce2f",
+        env_keys: &["ANTHROPIC_API_KEY"],
+        allow_fqdns: &[
+            "api.anthropic.com",
+            "claude.com",
+            "platform.claude.com",
+            "claude.ai",
+            "console.anthropic.com",
+        ],
+        probe_command: &["claude", "--version"],
+    },
+    BuiltIn {
+        adapter_type: "codex_local",
+        runtime_image: "ghcr.io/paperclipai/agent-runtime-codex:v1",
+        env_keys: &["OPENAI_API_KEY"],
+        allow_fqdns: &[
+            "api.openai.com",
+            "auth.openai.com",
+            "chatgpt.com",
+            "platform.openai.com",
+            "oaistatic.com",
+        ],
+        probe_command: &["codex", "--version"],
+    },
+    BuiltIn {
+        adapter_type: "gemini_local",
+        runtime_image: "ghcr.io/paperclipai/agent-runtime-gemini:v1",
+        env_keys: &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+        allow_fqdns: &[
+            "generativelanguage.googleapis.com",
+            "oauth2.googleapis.com",
+            "sts.googleapis.com",
+        ],
+        probe_command: &["gemini", "--version"],
+    },
+    BuiltIn {
+        adapter_type: "cursor_local",
+        runtime_image: "ghcr.io/paperclipai/agent-runtime-cursor:v1",
+        env_keys: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+        allow_fqdns: &[
+            "api.anthropic.com",
+            "api.openai.com",
+            "cursor.com",
+            "api2.cursor.sh",
+        ],
+        probe_command: &["cursor-agent", "--version"],
+    },
+    BuiltIn {
+        adapter_type: "opencode_local",
+        runtime_image: "ghcr.io/paperclipai/agent-runtime-opencode:v1",
+        env_keys: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"],
+        allow_fqdns: &["api.anthropic.com", "api.openai.com", "openrouter.ai"],
+        probe_command: &["opencode", "--version"],
+    },
+    BuiltIn {
+        adapter_type: "pi_local",
+        runtime_image: "ghcr.io/paperclipai/agent-runtime-pi:v1",
+        env_keys: &["ANTHROPIC_API_KEY"],
+        allow_fqdns: &["api.anthropic.com"],
+        probe_command: &["pi", "--version"],
+    },
+];
+
+fn owned(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The adapter types the config's `adapterType` may name (the built-in table's keys; a custom
+/// registry does not widen this).
+pub fn known_adapter_types() -> impl Iterator<Item = &'static str> {
+    BUILT_INS.iter().map(|b| b.adapter_type)
+}
+
+pub fn is_known_adapter_type(adapter_type: &str) -> bool {
+    known_adapter_types().any(|known| known == adapter_type)
+}
+
+/// The built-in defaults of one adapter type (exact, case-sensitive match).
+pub fn built_in_adapter_defaults(adapter_type: &str) -> Option<AdapterDefaults> {
+    BUILT_INS
+        .iter()
+        .find(|b| b.adapter_type == adapter_type)
+        .map(|b| AdapterDefaults {
+            runtime_image: b.runtime_image.to_string(),
+            env_keys: owned(b.env_keys),
+            allow_fqdns: owned(b.allow_fqdns),
+            probe_command: owned(b.probe_command),
+            default_env: None,
+        })
+}
+
+/// `getAdapterDefaults(adapterType, registry)`.
+///
+/// A non-empty registry is authoritative: the first entry of that type must exist and have a
+/// runtime image; its missing lists default to empty and `enabled` is not consulted. Without a
+/// registry, or with an empty one, the built-in table applies.
+pub fn get_adapter_defaults(
+    adapter_type: &str,
+    registry: Option<&[AdapterRegistryEntry]>,
+) -> ProviderResult<AdapterDefaults> {
+    if let Some(registry) = registry.filter(|r| !r.is_empty()) {
+        let entry = registry
+            .iter()
+            .find(|e| e.adapter_type == adapter_type)
+            .ok_or_else(|| {
+                ProviderError::new(format!(
+                    "Adapter \"{adapter_type}\" is not in the configured adapter registry"
+                ))
+            })?;
+        let runtime_image = entry
+            .runtime_image
+            .clone()
+            .filter(|image| !image.is_empty());
+        let Some(runtime_image) = runtime_image else {
+            return Err(ProviderError::new(format!(
+                "Adapter \"{}\" is missing required runtime field: runtimeImage",
+                entry.adapter_type
+            )));
+        };
+        return Ok(AdapterDefaults {
+            runtime_image,
+            env_keys: entry.env_keys.clone().unwrap_or_default(),
+            allow_fqdns: entry.allow_fqdns.clone().unwrap_or_default(),
+            probe_command: entry.probe_command.clone().unwrap_or_default(),
+            default_env: entry.default_env.clone(),
+        });
+    }
+    built_in_adapter_defaults(adapter_type)
+        .ok_or_else(|| ProviderError::new(format!("Unknown adapter type: {adapter_type}")))
+}
+
+/// `resolveRunAdapterType(runAdapterType, configAdapterType)`: the per-run hint, trimmed, when it
+/// is a string that is not blank; otherwise the config default. The hint is not validated here.
+pub fn resolve_run_adapter_type(
+    run_adapter_type: Option<&Value>,
+    config_adapter_type: &str,
+) -> String {
+    match run_adapter_type
+        .and_then(Value::as_str)
+        .map(sandbox_core::json::js_trim)
+    {
+        Some(trimmed) if !trimmed.is_empty() => trimmed.to_string(),
+        _ => config_adapter_type.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(adapter_type: &str, runtime_image: Option<&str>) -> AdapterRegistryEntry {
+        AdapterRegistryEntry {
+            adapter_type: adapter_type.into(),
+            enabled: true,
+            runtime_image: runtime_image.map(Into::into),
+            env_keys: None,
+            allow_fqdns: None,
+            probe_command: None,
+            default_env: None,
+        }
+    }
+
+    #[test]
+    fn built_ins_cover_the_six_known_adapters() {
+        let known: Vec<_> = known_adapter_types().collect();
+        assert_eq!(
+            known,
+            [
+                "claude_local",
+                "codex_local",
+                "gemini_local",
+                "cursor_local",
+                "opencode_local",
+                "pi_local"
+            ]
+        );
+        assert!(!is_known_adapter_type("Claude_Local"));
+        assert!(!is_known_adapter_type("constructor"));
+    }
+
+    #[test]
+    fn registry_replaces_built_ins() {
+        let registry = [entry("custom_local", Some("r/custom:1"))];
+        let defaults = get_adapter_defaults("custom_local", Some(&registry)).unwrap();
+        assert_eq!(
+            defaults.to_json().to_string(),
+            r#"{"runtimeImage":"r/custom:1","envKeys":[],"allowFqdns":[],"probeCommand":[]}"#
+        );
+        let err = get_adapter_defaults("claude_local", Some(&registry)).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Adapter \"claude_local\" is not in the configured adapter registry"
+        );
+    }
+
+    #[test]
+    fn registry_entry_needs_a_runtime_image() {
+        for image in [None, Some("")] {
+            let registry = [entry("claude_local", image)];
+            let err = get_adapter_defaults("claude_local", Some(&registry)).unwrap_err();
+            assert_eq!(
+                err.message,
+                "Adapter \"claude_local\" is missing required runtime field: runtimeImage"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_registry_falls_back_and_unknown_types_fail() {
+        assert_eq!(
+            get_adapter_defaults("pi_local", Some(&[]))
+                .unwrap()
+                .runtime_image,
+            "ghcr.io/paperclipai/agent-runtime-pi:v1"
+        );
+        let err = get_adapter_defaults("aider_local", None).unwrap_err();
+        assert_eq!(err.message, "Unknown adapter type: aider_local");
+    }
+
+    #[test]
+    fn run_adapter_hint() {
+        use serde_json::json;
+        assert_eq!(
+            resolve_run_adapter_type(Some(&json!(" codex_local ")), "claude_local"),
+            "codex_local"
+        );
+        assert_eq!(
+            resolve_run_adapter_type(Some(&json!("  ")), "claude_local"),
+            "claude_local"
+        );
+        assert_eq!(
+            resolve_run_adapter_type(Some(&json!(5)), "claude_local"),
+            "claude_local"
+        );
+        assert_eq!(
+            resolve_run_adapter_type(None, "gemini_local"),
+            "gemini_local"
+        );
+    }
+}

@@ -15,6 +15,7 @@ use crate::outcome::Outcome;
 
 /// Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
 /// [`crate::host::CallSink`] the execute hooks use; resolves with the number sent.
+#[allow(clippy::type_complexity)] // spelled out for the .d.ts generator
 #[napi]
 pub async fn debug_stream_execution_log(
     chunks: Vec<String>,

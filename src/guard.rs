@@ -14,7 +14,10 @@ use crate::outcome::Outcome;
 /// Installed once from `module_init`.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("paperclip-sandbox-native: {}", internal_error_message(info.payload()));
+        eprintln!(
+            "paperclip-sandbox-native: {}",
+            internal_error_message(info.payload())
+        );
     }));
 }
 

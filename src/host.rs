@@ -6,6 +6,10 @@
 //! bound to that call's async context in worker.js (so the SDK stamps the host's invocation id on
 //! every chunk); it is *strong* and dropped when the call settles.
 
+// napi's .d.ts generator cannot see through type aliases, so the callback types of
+// `HostCallbacks` are spelled out in full.
+#![allow(clippy::type_complexity)]
+
 use std::sync::Arc;
 
 use napi::Status;
@@ -27,16 +31,61 @@ pub type ExecutionLogCallback =
 #[napi(object, object_to_js = false)]
 pub struct HostCallbacks {
     /// `(level, message)` for `ctx.logger`.
-    pub log: Option<ThreadsafeFunction<FnArgs<(String, String)>, (), FnArgs<(String, String)>, Status, false, true>>,
+    pub log: Option<
+        ThreadsafeFunction<
+            FnArgs<(String, String)>,
+            (),
+            FnArgs<(String, String)>,
+            Status,
+            false,
+            true,
+        >,
+    >,
     /// `(hostRouteId, workerSessionId, chunk)` for `ctx.loginPty.output`.
-    pub login_output: Option<ThreadsafeFunction<FnArgs<(String, String, String)>, (), FnArgs<(String, String, String)>, Status, false, true>>,
+    pub login_output: Option<
+        ThreadsafeFunction<
+            FnArgs<(String, String, String)>,
+            (),
+            FnArgs<(String, String, String)>,
+            Status,
+            false,
+            true,
+        >,
+    >,
     /// `(hostRouteId, workerSessionId, exitCode | null)` for `ctx.loginPty.exit`.
-    pub login_exit: Option<ThreadsafeFunction<FnArgs<(String, String, Option<i32>)>, (), FnArgs<(String, String, Option<i32>)>, Status, false, true>>,
+    pub login_exit: Option<
+        ThreadsafeFunction<
+            FnArgs<(String, String, Option<i32>)>,
+            (),
+            FnArgs<(String, String, Option<i32>)>,
+            Status,
+            false,
+            true,
+        >,
+    >,
     /// `(hostRouteId, workerSessionId, bytes)` for `ctx.duplexChannel.data`.
-    pub duplex_data: Option<ThreadsafeFunction<FnArgs<(String, String, Buffer)>, (), FnArgs<(String, String, Buffer)>, Status, false, true>>,
+    pub duplex_data: Option<
+        ThreadsafeFunction<
+            FnArgs<(String, String, Buffer)>,
+            (),
+            FnArgs<(String, String, Buffer)>,
+            Status,
+            false,
+            true,
+        >,
+    >,
     /// `(hostRouteId, workerSessionId, exitCode | null, transportClosed)` for
     /// `ctx.duplexChannel.exit`.
-    pub duplex_exit: Option<ThreadsafeFunction<FnArgs<(String, String, Option<i32>, bool)>, (), FnArgs<(String, String, Option<i32>, bool)>, Status, false, true>>,
+    pub duplex_exit: Option<
+        ThreadsafeFunction<
+            FnArgs<(String, String, Option<i32>, bool)>,
+            (),
+            FnArgs<(String, String, Option<i32>, bool)>,
+            Status,
+            false,
+            true,
+        >,
+    >,
 }
 
 /// The provider-lifetime half of the bridge.
@@ -99,7 +148,11 @@ impl HostSink for CallSink {
         let callbacks = self.host.callbacks.as_ref();
         JsHost::fire(
             callbacks.and_then(|c| c.login_output.as_ref()),
-            FnArgs::from((host_route_id.to_owned(), worker_session_id.to_owned(), chunk)),
+            FnArgs::from((
+                host_route_id.to_owned(),
+                worker_session_id.to_owned(),
+                chunk,
+            )),
         );
     }
 

@@ -5,12 +5,12 @@
 //! cross as an [`outcome::Outcome`] so that the JS facade can throw a plain `Error` with the
 //! exact catalogued message (napi's own errors carry an enumerable string `code`).
 
-mod createos;
-mod debug;
-mod guard;
-mod host;
-mod kubernetes;
-mod outcome;
+pub mod createos;
+pub mod debug;
+pub mod guard;
+pub mod host;
+pub mod kubernetes;
+pub mod outcome;
 
 #[napi_derive::module_init]
 fn init() {

@@ -85,8 +85,7 @@ impl HostSink for NullSink {
 
     fn login_output(&self, _host_route_id: &str, _worker_session_id: &str, _chunk: String) {}
 
-    fn login_exit(&self, _host_route_id: &str, _worker_session_id: &str, _exit_code: Option<i32>) {
-    }
+    fn login_exit(&self, _host_route_id: &str, _worker_session_id: &str, _exit_code: Option<i32>) {}
 
     fn duplex_data(&self, _host_route_id: &str, _worker_session_id: &str, _chunk: Vec<u8>) {}
 

@@ -18,7 +18,8 @@ pub fn is_js_whitespace(c: char) -> bool {
             | '\u{0020}'
             | '\u{00A0}'
             | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
+            | '\u{2000}'
+            ..='\u{200A}'
                 | '\u{2028}'
                 | '\u{2029}'
                 | '\u{202F}'
@@ -52,7 +53,10 @@ pub fn js_typeof(value: &Value) -> &'static str {
 pub fn is_js_integer(value: &Value) -> bool {
     match value {
         Value::Number(n) => {
-            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+            n.is_i64()
+                || n.is_u64()
+                || n.as_f64()
+                    .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
         }
         _ => false,
     }
@@ -114,7 +118,11 @@ mod tests {
     #[test]
     fn trim_follows_js() {
         assert_eq!(js_trim("\u{feff}\u{3000} a b \n\u{2028}"), "a b");
-        assert_eq!(js_trim("\u{0085}x"), "\u{0085}x", "NEL is not JS whitespace");
+        assert_eq!(
+            js_trim("\u{0085}x"),
+            "\u{0085}x",
+            "NEL is not JS whitespace"
+        );
     }
 
     #[test]

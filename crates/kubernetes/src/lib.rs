@@ -2,11 +2,18 @@
 //!
 //! See `../shared/reference/kubernetes.md`.
 
+pub mod acquire_precheck;
 pub mod adapters;
+pub mod builders;
+pub mod cluster;
 pub mod config;
 pub mod egress_warnings;
+pub mod exec;
 pub mod js;
+pub mod js_date;
+pub mod lease_expiry;
 pub mod namespace;
+pub mod orchestrate;
 mod provider;
 
 pub use config::KubernetesConfig;

@@ -1,0 +1,179 @@
+//! The part of `onEnvironmentAcquireLease` that runs before any cluster access (spec §11.6
+//! steps 1–5): everything that can refuse a lease without side effects is decided here, so a
+//! refused lease never leaves a half-provisioned tenant behind.
+
+use serde_json::Value;
+
+use crate::adapters::{AdapterDefaults, get_adapter_defaults, resolve_run_adapter_type};
+use crate::config::{Backend, KubernetesConfig};
+use crate::egress_warnings::acquire_console_warning;
+use crate::lease_expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
+use crate::namespace::derive_tenant_namespace;
+use crate::parse_config_for_hook;
+use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
+
+/// A Job's deadline counts from its start and the job backend has no exec channel for the login
+/// PTY that requests deadlines, so it cannot honour one.
+pub const JOB_BACKEND_CANNOT_HONOR_DEADLINE: &str = "The Kubernetes job backend cannot honor a requested lease deadline; use the sandbox-cr backend.";
+
+/// What acquire has settled before it talks to the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcquirePlan {
+    pub config: KubernetesConfig,
+    pub namespace: String,
+    /// The run's adapter: the per-run hint when given, else the config's.
+    pub effective_adapter_type: String,
+    pub adapter_defaults: AdapterDefaults,
+    /// Present when the caller requested a deadline (sandbox-cr only).
+    pub bounded_deadline: Option<BoundedLeaseDeadline>,
+}
+
+/// Acquire's checks, in the original's order: parse the config (a `ZodError`), derive the
+/// namespace, resolve the run's adapter and its defaults (unknown adapters are refused), warn
+/// about standard-mode egress, bound the requested deadline, and refuse a deadline on the job
+/// backend. `warn` receives each `console.warn` line, which is printed even when a later check
+/// fails. `now_ms` is the clock the deadline is bounded against.
+pub fn prepare_acquire(
+    params: &Value,
+    now_ms: f64,
+    warn: &mut dyn FnMut(&str),
+) -> ProviderResult<AcquirePlan> {
+    let config = parse_config_for_hook(params)?;
+    let namespace = tenant_namespace(&config, params.get("companyId"))?;
+    let effective_adapter_type =
+        resolve_run_adapter_type(params.get("adapterType"), &config.adapter_type);
+    let adapter_defaults =
+        get_adapter_defaults(&effective_adapter_type, config.adapters.as_deref())?;
+    if let Some(line) = acquire_console_warning(&config, &adapter_defaults.allow_fqdns) {
+        warn(&line);
+    }
+    let bounded_deadline =
+        compute_bounded_lease_deadline(params.get("requestedExpiresAt"), now_ms)?;
+    if bounded_deadline.is_some() && config.backend != Backend::SandboxCr {
+        return Err(ProviderError::new(JOB_BACKEND_CANNOT_HONOR_DEADLINE));
+    }
+    Ok(AcquirePlan {
+        config,
+        namespace,
+        effective_adapter_type,
+        adapter_defaults,
+        bounded_deadline,
+    })
+}
+
+/// `deriveTenantNamespace(config, params.companyId)`. Without a configured slug the company id is
+/// lower-cased, which throws V8's TypeError when it is not a string.
+fn tenant_namespace(
+    config: &KubernetesConfig,
+    company_id: Option<&Value>,
+) -> ProviderResult<String> {
+    match company_id {
+        Some(Value::String(id)) => Ok(derive_tenant_namespace(config, id)),
+        // The id is not read at all when the slug is configured.
+        _ if config.company_slug.is_some() => Ok(derive_tenant_namespace(config, "")),
+        None | Some(Value::Null) => {
+            let receiver = if company_id.is_none() {
+                "undefined"
+            } else {
+                "null"
+            };
+            Err(ProviderError::new(format!(
+                "Cannot read properties of {receiver} (reading 'toLowerCase')"
+            ))
+            .with_class(ErrorClass::TypeError))
+        }
+        Some(_) => Err(ProviderError::new("input.toLowerCase is not a function")
+            .with_class(ErrorClass::TypeError)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: f64 = 1_767_225_600_000.0;
+
+    fn run(params: Value) -> (ProviderResult<AcquirePlan>, Vec<String>) {
+        let mut lines = Vec::new();
+        let result = prepare_acquire(&params, NOW, &mut |line| lines.push(line.to_string()));
+        (result, lines)
+    }
+
+    #[test]
+    fn unknown_run_adapter_fails_before_warning() {
+        let (result, lines) = run(
+            json!({"companyId": "c", "adapterType": "aider_local", "config": {"inCluster": true}}),
+        );
+        assert_eq!(
+            result.unwrap_err().message,
+            "Unknown adapter type: aider_local"
+        );
+        assert!(lines.is_empty());
+    }
+
+    #[test]
+    fn job_backend_refuses_a_deadline_after_warning() {
+        let (result, lines) = run(json!({
+            "companyId": "c",
+            "requestedExpiresAt": "2026-01-01T01:00:00Z",
+            "config": {"inCluster": true, "backend": "job", "egressAllowCidrs": ["10.0.0.0/8"]},
+        }));
+        assert_eq!(
+            result.unwrap_err().message,
+            JOB_BACKEND_CANNOT_HONOR_DEADLINE
+        );
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("[plugin-kubernetes] egressMode=standard cannot enforce FQDN-based egress rules. The following FQDNs"));
+    }
+
+    #[test]
+    fn job_backend_without_deadline_proceeds() {
+        let (result, _) = run(
+            json!({"companyId": "Acme", "config": {"inCluster": true, "backend": "job", "egressMode": "cilium"}}),
+        );
+        let plan = result.unwrap();
+        assert_eq!(plan.namespace, "paperclip-acme");
+        assert_eq!(plan.effective_adapter_type, "claude_local");
+        assert_eq!(plan.bounded_deadline, None);
+    }
+
+    #[test]
+    fn sandbox_cr_gets_its_bounded_deadline() {
+        let (result, lines) = run(json!({
+            "companyId": "c",
+            "adapterType": " codex_local ",
+            "requestedExpiresAt": "2026-01-01T01:00:00Z",
+            "config": {"inCluster": true, "egressMode": "cilium"},
+        }));
+        let plan = result.unwrap();
+        assert!(lines.is_empty(), "no warning in cilium mode");
+        assert_eq!(plan.effective_adapter_type, "codex_local");
+        assert_eq!(
+            plan.bounded_deadline.unwrap().expires_at,
+            "2026-01-01T01:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn company_id_must_be_a_string_without_a_slug() {
+        let (result, _) = run(json!({"config": {"inCluster": true}}));
+        let err = result.unwrap_err();
+        assert_eq!(
+            (err.class, err.message.as_str()),
+            (
+                ErrorClass::TypeError,
+                "Cannot read properties of undefined (reading 'toLowerCase')"
+            )
+        );
+        let (result, _) = run(json!({"config": {"inCluster": true, "companySlug": "acme"}}));
+        assert_eq!(result.unwrap().namespace, "paperclip-acme");
+    }
+
+    #[test]
+    fn config_errors_come_first() {
+        let (result, _) =
+            run(json!({"companyId": "c", "adapterType": "aider_local", "config": {}}));
+        assert_eq!(result.unwrap_err().class, ErrorClass::ZodError);
+    }
+}

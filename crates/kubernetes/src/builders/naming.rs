@@ -1,0 +1,155 @@
+//! Per-run object names (spec §4.2): the run name, its Secret, and its scoped egress policies.
+//!
+//! The tenant namespace is derived in [`crate::namespace`].
+
+/// Prefix of every run (workload) name: Sandbox/Job name and `providerLeaseId`.
+pub const RUN_NAME_PREFIX: &str = "pc-";
+/// Suffix of the per-run Secret holding the adapter env.
+pub const RUN_SECRET_SUFFIX: &str = "-env";
+/// Lower-case Crockford base32: no `i`, `l`, `o`, `u`, so names stay unambiguous and DNS-safe.
+pub const ULID_ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+/// Timestamp and random parts of the ULID, in characters.
+const ULID_TIME_CHARS: usize = 10;
+pub const ULID_RANDOM_CHARS: usize = 16;
+/// The longest object name Kubernetes accepts (a DNS-1123 subdomain).
+pub const MAX_OBJECT_NAME_LENGTH: usize = 253;
+
+/// `newRunUlidDns(now)`: 26 characters, the first 10 encoding `now_ms` (most significant first),
+/// the last 16 drawn from `random_below_32`, which must return uniform values in `0..32` from a
+/// cryptographic source (the names must not be guessable). Values outside the range are reduced
+/// modulo 32.
+pub fn new_run_ulid_dns(now_ms: f64, mut random_below_32: impl FnMut() -> u32) -> String {
+    let mut time_chars = [0u8; ULID_TIME_CHARS];
+    let mut t = now_ms;
+    for slot in time_chars.iter_mut().rev() {
+        // `t & 0x1f` in JS: ToInt32 keeps the low 32 bits, and 32 divides 2^32, so the low five
+        // bits are those of the truncated value even above 2^32.
+        *slot = ULID_ALPHABET[(js_to_int32(t) & 0x1f) as usize];
+        t = (t / 32.0).floor();
+    }
+    let mut out = String::with_capacity(ULID_TIME_CHARS + ULID_RANDOM_CHARS);
+    out.extend(time_chars.iter().map(|&b| b as char));
+    for _ in 0..ULID_RANDOM_CHARS {
+        out.push(ULID_ALPHABET[(random_below_32() % 32) as usize] as char);
+    }
+    out
+}
+
+/// The run name acquire uses: `pc-` and a fresh ULID.
+pub fn new_run_name(now_ms: f64, random_below_32: impl FnMut() -> u32) -> String {
+    format!(
+        "{RUN_NAME_PREFIX}{}",
+        new_run_ulid_dns(now_ms, random_below_32)
+    )
+}
+
+/// `<run>-env`.
+pub fn run_secret_name(run_name: &str) -> String {
+    format!("{run_name}{RUN_SECRET_SUFFIX}")
+}
+
+/// `<workload><suffix>`, kept within 253 characters. An over-long workload name keeps its head
+/// and its last 25 characters (where a run's random part sits), joined by `-`. Lengths and cuts
+/// count UTF-16 code units, as the original's `length`/`slice` do.
+pub fn scoped_policy_name(workload_name: &str, suffix: &str) -> String {
+    let suffix_len = utf16_len(suffix) as i64;
+    let max_workload_len = MAX_OBJECT_NAME_LENGTH as i64 - suffix_len;
+    let workload_len = utf16_len(workload_name) as i64;
+    let workload = if workload_len <= max_workload_len {
+        workload_name.to_string()
+    } else {
+        format!(
+            "{}-{}",
+            js_slice(workload_name, 0, Some(max_workload_len - 26)),
+            js_slice(workload_name, -25, None)
+        )
+    };
+    format!("{workload}{suffix}")
+}
+
+/// ECMAScript ToInt32.
+fn js_to_int32(x: f64) -> i32 {
+    if !x.is_finite() {
+        return 0;
+    }
+    let truncated = x.trunc();
+    let modulo = truncated.rem_euclid(4_294_967_296.0);
+    (modulo as u64 as u32) as i32
+}
+
+fn utf16_len(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+/// `s.slice(start, end)` in JS, over UTF-16 code units; negative positions count from the end.
+/// A cut through a surrogate pair leaves half a character, which Rust strings cannot hold: it
+/// becomes U+FFFD.
+fn js_slice(s: &str, start: i64, end: Option<i64>) -> String {
+    let units: Vec<u16> = s.encode_utf16().collect();
+    let len = units.len() as i64;
+    let clamp = |i: i64| if i < 0 { (len + i).max(0) } else { i.min(len) };
+    let from = clamp(start);
+    let to = clamp(end.unwrap_or(len));
+    if from >= to {
+        return String::new();
+    }
+    String::from_utf16_lossy(&units[from as usize..to as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulid_encodes_time_then_random_digits() {
+        let mut digits = (0..16u32).map(|i| if i == 15 { 31 } else { i });
+        assert_eq!(
+            new_run_ulid_dns(1_767_225_600_000.0, || digits.next().unwrap()),
+            "01kdvdna000123456789abcdez"
+        );
+        assert_eq!(new_run_ulid_dns(0.0, || 31), "0000000000zzzzzzzzzzzzzzzz");
+    }
+
+    #[test]
+    fn run_and_secret_names() {
+        let run = new_run_name(0.0, || 0);
+        assert_eq!(run, "pc-00000000000000000000000000");
+        assert_eq!(run_secret_name(&run), "pc-00000000000000000000000000-env");
+    }
+
+    #[test]
+    fn scoped_names_are_capped_keeping_the_tail() {
+        let kept = "w".repeat(246);
+        assert_eq!(
+            scoped_policy_name(&kept, "-egress"),
+            format!("{kept}-egress")
+        );
+        let long = format!("{}-{}", "h".repeat(200), "t".repeat(46));
+        let name = scoped_policy_name(&long, "-egress");
+        assert_eq!(name.len(), 253);
+        assert_eq!(
+            name,
+            format!(
+                "{}-{}-{}-egress",
+                "h".repeat(200),
+                "t".repeat(19),
+                "t".repeat(25)
+            )
+        );
+    }
+
+    #[test]
+    fn slice_follows_js() {
+        assert_eq!(js_slice("abcdef", 0, Some(-2)), "abcd");
+        assert_eq!(js_slice("abcdef", -2, None), "ef");
+        assert_eq!(js_slice("ab", -5, None), "ab");
+        assert_eq!(js_slice("ab", 3, None), "");
+    }
+
+    #[test]
+    fn to_int32_wraps() {
+        assert_eq!(js_to_int32(4_294_967_296.0 + 5.0), 5);
+        assert_eq!(js_to_int32(-1.0), -1);
+        assert_eq!(js_to_int32(f64::NAN), 0);
+    }
+}

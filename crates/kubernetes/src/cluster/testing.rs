@@ -1,0 +1,234 @@
+//! A recording fake of the Kubernetes API, scripted the way the golden vectors script the
+//! original's fake client (`../shared/golden/README.md`, "`cluster`: the scripted Kubernetes
+//! client"), and a manual clock so readiness polls never sleep for real.
+//!
+//! Compiled for this crate's unit tests and, with the `testing` feature, for anyone else's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sandbox_core::BoxFuture;
+use serde_json::{Map, Value, json};
+
+use super::api::{ApiMethod, ClusterApi};
+use super::error::{ApiError, ApiResult};
+use crate::orchestrate::Clock;
+
+/// One scripted answer: resolve with a body, or reject with an API error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptedReply {
+    Returns(Value),
+    Throws(ApiError),
+}
+
+impl ScriptedReply {
+    /// `{"returns": body}` or `{"throws": {"code", "message"}}`.
+    pub fn from_json(reply: &Value) -> Result<Self, String> {
+        if let Some(body) = reply.get("returns") {
+            return Ok(ScriptedReply::Returns(body.clone()));
+        }
+        if let Some(thrown) = reply.get("throws") {
+            let code = thrown.get("code").and_then(Value::as_u64).unwrap_or(0);
+            let message = thrown.get("message").and_then(Value::as_str).unwrap_or("");
+            let code = u16::try_from(code).map_err(|_| format!("bad HTTP code {code}"))?;
+            return Ok(ScriptedReply::Throws(ApiError::new(code, message)));
+        }
+        Err(format!(
+            "a scripted reply needs `returns` or `throws`: {reply}"
+        ))
+    }
+}
+
+/// One call the code under test made: `{api, method, args}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    pub method: ApiMethod,
+    /// The request object; `Value::Null` for calls that take none.
+    pub args: Value,
+}
+
+impl RecordedCall {
+    /// The recorded shape. A call without a request has no `args` key, as `JSON.stringify`
+    /// drops an `undefined` argument.
+    pub fn to_json(&self) -> Value {
+        let mut call = Map::new();
+        call.insert("api".into(), json!(self.method.group().as_str()));
+        call.insert("method".into(), json!(self.method.name()));
+        if !self.args.is_null() {
+            call.insert("args".into(), self.args.clone());
+        }
+        Value::Object(call)
+    }
+}
+
+/// The scripted fake. A method that is not scripted resolves with `{}`; a scripted list is used
+/// one entry per call, its last entry repeating.
+#[derive(Debug, Default)]
+pub struct ScriptedCluster {
+    replies: HashMap<String, Vec<ScriptedReply>>,
+    calls_made: Mutex<HashMap<String, usize>>,
+    recorded: Mutex<Vec<RecordedCall>>,
+}
+
+impl ScriptedCluster {
+    /// A cluster where every call resolves with `{}`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A cluster scripted by a golden `input.cluster` object (`null` means nothing scripted).
+    pub fn from_script(script: &Value) -> Result<Self, String> {
+        let mut cluster = Self::new();
+        let Some(entries) = script.as_object() else {
+            return if script.is_null() {
+                Ok(cluster)
+            } else {
+                Err(format!("a cluster script is an object: {script}"))
+            };
+        };
+        for (key, entry) in entries {
+            let replies = match entry {
+                Value::Array(list) => list
+                    .iter()
+                    .map(ScriptedReply::from_json)
+                    .collect::<Result<Vec<_>, _>>()?,
+                single => vec![ScriptedReply::from_json(single)?],
+            };
+            cluster.replies.insert(key.clone(), replies);
+        }
+        Ok(cluster)
+    }
+
+    /// Scripts `method` (replacing an earlier script for it).
+    pub fn script(mut self, method: ApiMethod, replies: Vec<ScriptedReply>) -> Self {
+        self.replies.insert(method.key(), replies);
+        self
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.recorded.lock().expect("recorder lock").clone()
+    }
+
+    /// Every call so far as the golden `expected.calls` list.
+    pub fn calls_json(&self) -> Value {
+        Value::Array(self.calls().iter().map(RecordedCall::to_json).collect())
+    }
+
+    fn answer(&self, method: ApiMethod) -> ApiResult {
+        let key = method.key();
+        let Some(replies) = self.replies.get(&key).filter(|r| !r.is_empty()) else {
+            return Ok(json!({}));
+        };
+        let mut made = self.calls_made.lock().expect("counter lock");
+        let index = made.entry(key).or_insert(0);
+        let reply = &replies[(*index).min(replies.len() - 1)];
+        *index += 1;
+        match reply {
+            ScriptedReply::Returns(body) => Ok(body.clone()),
+            ScriptedReply::Throws(err) => Err(err.clone()),
+        }
+    }
+}
+
+impl ClusterApi for ScriptedCluster {
+    fn call(&self, method: ApiMethod, request: Value) -> BoxFuture<'_, ApiResult> {
+        self.recorded
+            .lock()
+            .expect("recorder lock")
+            .push(RecordedCall {
+                method,
+                args: request,
+            });
+        let result = self.answer(method);
+        Box::pin(async move { result })
+    }
+}
+
+/// A clock that starts at 0 and moves only when slept on, by exactly the requested time.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now_ms: AtomicU64,
+    sleeps: Mutex<Vec<u64>>,
+}
+
+impl ManualClock {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The sleeps requested so far, in order.
+    pub fn sleeps(&self) -> Vec<u64> {
+        self.sleeps.lock().expect("sleep log lock").clone()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.now_ms.load(Ordering::SeqCst)
+    }
+
+    fn sleep(&self, ms: u64) -> BoxFuture<'_, ()> {
+        self.sleeps.lock().expect("sleep log lock").push(ms);
+        self.now_ms.fetch_add(ms, Ordering::SeqCst);
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_on<T>(future: impl Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(future)
+    }
+
+    #[test]
+    fn unscripted_calls_resolve_empty_objects_and_are_recorded() {
+        let cluster = ScriptedCluster::new();
+        let body = block_on(cluster.read_namespace(json!({"name": "ns"}))).unwrap();
+        assert_eq!(body, json!({}));
+        assert_eq!(
+            cluster.calls_json(),
+            json!([{"api": "core", "method": "readNamespace", "args": {"name": "ns"}}])
+        );
+    }
+
+    #[test]
+    fn lists_are_used_once_each_with_the_last_repeating() {
+        let script = json!({"core.readNamespacedPod": [
+            {"throws": {"code": 404, "message": "gone"}},
+            {"returns": {"metadata": {"name": "p"}}}
+        ]});
+        let cluster = ScriptedCluster::from_script(&script).unwrap();
+        let first = block_on(cluster.read_namespaced_pod(json!({})));
+        assert_eq!(first, Err(ApiError::new(404, "gone")));
+        for _ in 0..2 {
+            let next = block_on(cluster.read_namespaced_pod(json!({}))).unwrap();
+            assert_eq!(next, json!({"metadata": {"name": "p"}}));
+        }
+    }
+
+    #[test]
+    fn calls_without_a_request_record_no_args() {
+        let cluster = ScriptedCluster::new();
+        block_on(cluster.get_api_versions()).unwrap();
+        assert_eq!(
+            cluster.calls_json(),
+            json!([{"api": "apis", "method": "getAPIVersions"}])
+        );
+    }
+
+    #[test]
+    fn manual_clock_advances_only_on_sleep() {
+        let clock = ManualClock::new();
+        assert_eq!(clock.now_ms(), 0);
+        block_on(clock.sleep(250));
+        assert_eq!(clock.now_ms(), 250);
+        assert_eq!(clock.sleeps(), vec![250]);
+    }
+}

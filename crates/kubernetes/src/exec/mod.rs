@@ -1,0 +1,3 @@
+//! Running commands in the agent pod.
+
+pub mod command;

@@ -1,0 +1,21 @@
+//! What the orchestrators read out of API responses in more than one place.
+
+use serde_json::Value;
+
+use super::js_value::{js_template, prop, prop_str};
+use crate::js::js_truthy;
+
+/// `metadata.uid` of a create response, if it is a non-empty string.
+pub fn created_uid(created: &Value) -> Option<String> {
+    let uid = prop(prop(Some(created), "metadata"), "uid")?;
+    js_truthy(Some(uid)).then(|| js_template(uid))
+}
+
+/// `(running ?? pods[0])?.metadata?.name ?? null`.
+pub fn pick_pod_name(pods: &[&Value]) -> Option<String> {
+    let running = pods
+        .iter()
+        .find(|pod| prop_str(prop(Some(pod), "status"), "phase") == Some("Running"));
+    let chosen = running.or(pods.first())?;
+    prop(prop(Some(chosen), "metadata"), "name").map(js_template)
+}

@@ -1,0 +1,263 @@
+//! `kubernetes/builders.json`, the pure functions: builders, naming, images, adapter env, lease
+//! expiry, command wrapping, and acquire's checks before it reaches the cluster. Each case's
+//! outcome must equal the recording exactly (key order included).
+//!
+//! Every function in the file is either run here or named in [`COVERED_ELSEWHERE`], so a vector
+//! set with a function nobody runs fails instead of passing silently.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kubernetes::acquire_precheck::prepare_acquire;
+use kubernetes::adapters::{AdapterDefaults, resolve_run_adapter_type};
+use kubernetes::builders::string_map::{from_json_object, string_map_object};
+use kubernetes::builders::{
+    CiliumNetworkPolicyInput, JobManifestInput, LabelsInput, NetworkPolicyInput,
+    SandboxCrManifestInput, append_network_egress_deny_hint, build_adapter_env,
+    build_cilium_network_policy_manifest, build_job_manifest, build_network_policy_manifests,
+    build_sandbox_cr_manifest, glob_match, image_pull_policy_for, new_run_ulid_dns,
+    paperclip_labels, parse_scoped_network_egress_grant, resolve_image, resolve_image_pull_policy,
+};
+use kubernetes::exec::command::{sh_quote, wrap_command_with_env};
+use kubernetes::js::js_truthy;
+use kubernetes::lease_expiry::compute_bounded_lease_deadline;
+use sandbox_core::golden::{Case, load_cases, mismatches, outcome};
+use sandbox_core::{ProviderError, ProviderResult};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+const VECTORS: &str = "kubernetes/builders.json";
+
+/// The functions this runner checks.
+const PURE_FUNCTIONS: &[&str] = &[
+    "buildJobManifest",
+    "buildSandboxCrManifest",
+    "buildNetworkPolicyManifests",
+    "buildCiliumNetworkPolicyManifest",
+    "paperclipLabels",
+    "newRunUlidDns",
+    "parseScopedNetworkEgressGrant",
+    "appendNetworkEgressDenyHint",
+    "globMatch",
+    "resolveImage",
+    "imagePullPolicyFor",
+    "resolveImagePullPolicy",
+    "buildAdapterEnv",
+    "resolveRunAdapterType",
+    "computeBoundedLeaseDeadline",
+    "wrapCommandWithEnv",
+    "shQuote",
+    "onEnvironmentAcquireLease",
+];
+
+/// Functions of the same file that other runners check: the cluster-facing ones in
+/// `golden_cluster.rs`, and `getAdapterDefaults` with the config.
+const COVERED_ELSEWHERE: &[&str] = &[
+    "getAdapterDefaults",
+    "createPerRunSecret",
+    "ensureTenant",
+    "createScopedNetworkEgressPolicy",
+    "createScopedNetworkEgressPolicyOrReleaseWorkload",
+    "getJobStatus",
+    "findPodForJob",
+    "getSandboxCrStatus",
+    "findPodForSandbox",
+    "waitForSandboxReady",
+    "checkLeaseResumable",
+    "destroyLeaseResources",
+];
+
+#[test]
+fn pure_builder_vectors() {
+    let cases = load_cases(VECTORS);
+    let mut by_function: BTreeMap<String, Vec<Case>> = BTreeMap::new();
+    let mut unassigned = Vec::new();
+    for case in &cases {
+        let function = case.input["fn"].as_str().unwrap_or_default();
+        if PURE_FUNCTIONS.contains(&function) {
+            by_function
+                .entry(function.to_string())
+                .or_default()
+                .push(case.clone());
+        } else if !COVERED_ELSEWHERE.contains(&function) {
+            unassigned.push(format!("{:?} ({function:?})", case.name));
+        }
+    }
+    assert!(
+        unassigned.is_empty(),
+        "cases no runner checks: {}",
+        unassigned.join(", ")
+    );
+    assert!(
+        !by_function.is_empty(),
+        "{VECTORS} has no pure-builder cases"
+    );
+
+    let mut failures = Vec::new();
+    for (function, cases) in &by_function {
+        let failed = mismatches(cases, run_case);
+        eprintln!(
+            "{function}: {}/{} pass",
+            cases.len() - failed.len(),
+            cases.len()
+        );
+        failures.extend(failed);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn run_case(case: &Case) -> Value {
+    let args = &case.input["args"];
+    match case.input["fn"].as_str().unwrap_or_default() {
+        "onEnvironmentAcquireLease" => acquire_before_cluster(&args["params"]),
+        function => outcome(&call(function, args)),
+    }
+}
+
+fn call(function: &str, args: &Value) -> ProviderResult<Value> {
+    match function {
+        "buildJobManifest" => Ok(build_job_manifest(&parse::<JobManifestInput>(
+            &args["input"],
+        )?)),
+        "buildSandboxCrManifest" => {
+            build_sandbox_cr_manifest(&parse::<SandboxCrManifestInput>(&args["input"])?)
+        }
+        "buildNetworkPolicyManifests" => {
+            Ok(
+                build_network_policy_manifests(&parse::<NetworkPolicyInput>(&args["input"])?)
+                    .to_json_array(),
+            )
+        }
+        "buildCiliumNetworkPolicyManifest" => Ok(build_cilium_network_policy_manifest(&parse::<
+            CiliumNetworkPolicyInput,
+        >(
+            &args["input"],
+        )?)),
+        "paperclipLabels" => {
+            let labels = paperclip_labels(&parse::<LabelsInput>(&args["input"])?);
+            Ok(Value::Object(string_map_object(&labels)))
+        }
+        "newRunUlidDns" => {
+            let digits: Vec<u32> = parse(&args["randomInts"])?;
+            let mut digits = digits.into_iter();
+            let now_ms = number(&args["nowMs"])?;
+            Ok(
+                new_run_ulid_dns(now_ms, || digits.next().expect("16 recorded random digits"))
+                    .into(),
+            )
+        }
+        "parseScopedNetworkEgressGrant" => {
+            Ok(parse_scoped_network_egress_grant(args.get("settings")).to_json())
+        }
+        "appendNetworkEgressDenyHint" => Ok(append_network_egress_deny_hint(
+            string(&args["stderr"])?,
+            &parse(&args["grant"])?,
+        )
+        .into()),
+        "globMatch" => Ok(glob_match(string(&args["pattern"])?, string(&args["value"])?).into()),
+        "resolveImage" => {
+            let allow_list: Vec<String> = parse(&args["config"]["imageAllowList"])?;
+            resolve_image(
+                args["target"]["imageOverride"].as_str(),
+                string(&args["defaults"]["runtimeImage"])?,
+                &allow_list,
+                args["config"]["imageRegistry"].as_str(),
+            )
+            .map(Value::from)
+        }
+        "imagePullPolicyFor" => Ok(image_pull_policy_for(string(&args["image"])?)
+            .as_str()
+            .into()),
+        "resolveImagePullPolicy" => {
+            let preloaded = js_truthy(args.get("preloadedImages"));
+            Ok(
+                resolve_image_pull_policy(string(&args["image"])?, preloaded)
+                    .as_str()
+                    .into(),
+            )
+        }
+        "buildAdapterEnv" => {
+            let defaults = adapter_defaults(&args["defaults"])?;
+            let process_env = args["processEnv"].clone();
+            let env = build_adapter_env(&defaults, |key| {
+                process_env[key].as_str().map(str::to_string)
+            });
+            Ok(Value::Object(string_map_object(&env)))
+        }
+        "resolveRunAdapterType" => Ok(resolve_run_adapter_type(
+            args.get("runAdapterType"),
+            string(&args["configAdapterType"])?,
+        )
+        .into()),
+        "computeBoundedLeaseDeadline" => {
+            let deadline = compute_bounded_lease_deadline(
+                args.get("requestedExpiresAt"),
+                number(&args["nowMs"])?,
+            )?;
+            Ok(deadline.map_or(Value::Null, |d| d.to_json()))
+        }
+        "wrapCommandWithEnv" => {
+            let command: Vec<String> = parse(&args["command"])?;
+            Ok(json!(wrap_command_with_env(&command, args.get("env"))))
+        }
+        "shQuote" => Ok(sh_quote(string(&args["segment"])?).into()),
+        other => panic!("not a pure function: {other}"),
+    }
+}
+
+/// The acquire hook up to its first cluster call, with the `console.warn` lines it printed.
+/// These vectors all fail before the cluster; one that got further is reported as such.
+fn acquire_before_cluster(params: &Value) -> Value {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as f64;
+    let mut warnings = Vec::new();
+    let result = prepare_acquire(params, now_ms, &mut |line| warnings.push(line.to_string()));
+    let mut recorded = match result {
+        Ok(_) => json!({ "returns": "<passed the pre-cluster checks>" }),
+        Err(err) => outcome(&Err(err)),
+    };
+    recorded["consoleWarn"] = json!(warnings);
+    recorded
+}
+
+fn adapter_defaults(value: &Value) -> ProviderResult<AdapterDefaults> {
+    let default_env = match value.get("defaultEnv") {
+        Some(Value::Object(env)) => Some(from_json_object(env).map_err(input_error)?),
+        _ => None,
+    };
+    Ok(AdapterDefaults {
+        runtime_image: string(&value["runtimeImage"])?.to_string(),
+        env_keys: parse(&value["envKeys"])?,
+        allow_fqdns: parse(&value["allowFqdns"])?,
+        probe_command: parse(&value["probeCommand"])?,
+        default_env,
+    })
+}
+
+fn parse<T: DeserializeOwned>(value: &Value) -> ProviderResult<T> {
+    serde_json::from_value(value.clone()).map_err(|e| input_error(e.to_string()))
+}
+
+fn string(value: &Value) -> ProviderResult<&str> {
+    value
+        .as_str()
+        .ok_or_else(|| input_error(format!("expected a string, got {value}")))
+}
+
+fn number(value: &Value) -> ProviderResult<f64> {
+    value
+        .as_f64()
+        .ok_or_else(|| input_error(format!("expected a number, got {value}")))
+}
+
+/// A vector this runner cannot read shows up as a mismatch naming the problem.
+fn input_error(message: String) -> ProviderError {
+    ProviderError::new(format!("golden runner could not read the input: {message}"))
+}

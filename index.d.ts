@@ -11,10 +11,31 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 export declare class CreateOsProvider {
   constructor(host?: HostCallbacks | undefined | null)
+  /** `setup`: called once the worker has its ctx. */
+  setup(): Outcome
   /** `onHealth`. */
   health(): Outcome
   /** `onEnvironmentValidateConfig`: synchronous, it never touches the network. */
   validateConfig(params: any): Outcome
+  /** `onEnvironmentProbe`. */
+  probe(params: any): Promise<Outcome>
+  /** `onEnvironmentAcquireLease`. */
+  acquireLease(params: any): Promise<Outcome>
+  /** `onEnvironmentResumeLease`. */
+  resumeLease(params: any): Promise<Outcome>
+  /** `onEnvironmentReleaseLease`: resolves with nothing, as v0.3.0 does. */
+  releaseLease(params: any): Promise<Outcome>
+  /** `onEnvironmentDestroyLease`: resolves with nothing, as v0.3.0 does. */
+  destroyLease(params: any): Promise<Outcome>
+  /** `onEnvironmentRealizeWorkspace`. */
+  realizeWorkspace(params: any): Promise<Outcome>
+  /**
+   * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
+   * the hook's async context by the worker.
+   */
+  execute(params: any, onOutput: ((arg0: string, arg1: string) => void)): Promise<Outcome>
+  /** `onShutdown`: stops in-flight work within the host's grace period. */
+  shutdown(): Promise<Outcome>
 }
 export type JsCreateOsProvider = CreateOsProvider
 

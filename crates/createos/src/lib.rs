@@ -3,7 +3,21 @@
 //! Hooks take the JSON params the host sends and return the JSON results it expects; the napi
 //! layer only converts. See `../shared/reference/createos.md`.
 
+pub mod client;
 pub mod config;
+pub mod error;
+pub mod exec;
+mod js;
+pub mod lease;
+pub mod messages;
+pub mod ndjson;
+pub mod pacer;
 mod provider;
+pub mod signal;
+pub mod utf8;
 
-pub use provider::CreateOsProvider;
+pub use client::{CreateOsClient, HostApiKey};
+pub use lease::state::{LeaseSession, SessionEntry, SessionKind};
+pub use pacer::Pacer;
+pub use provider::{CreateOsProvider, ProviderOptions};
+pub use signal::{AbortReason, Signal};

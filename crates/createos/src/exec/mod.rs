@@ -1,0 +1,8 @@
+//! Ordinary commands: one streaming `/exec?stream=true` call per command.
+
+pub mod script;
+pub mod stream;
+pub mod tail;
+
+pub use script::{CommandSpec, command_script, script_for_params, shell_quote};
+pub use stream::{ExecOutcome, execute_script, execute_stream};

@@ -1,0 +1,70 @@
+//! The runtime error texts of the client, exec and lease hooks, verbatim from the contract
+//! (`shared/contract/createos-errors.txt`). Config texts live in `config::messages`.
+//!
+//! Hosts and users match on these strings: never reword them.
+
+pub const INVALID_RESPONSE: &str = "CreateOS returned an invalid response.";
+pub const INVALID_RESOURCE_ID: &str = "CreateOS returned an invalid resource ID.";
+pub const CONNECTION_FAILED: &str = "CreateOS connection failed.";
+pub const INVALID_JSON: &str = "CreateOS returned invalid JSON.";
+pub const UNSUCCESSFUL_RESPONSE: &str = "CreateOS returned an unsuccessful response.";
+pub const SANDBOX_IDENTITY_INVALID: &str = "CreateOS sandbox identity or state is invalid.";
+pub const ROOTFS_DEFAULT_INVALID: &str = "CreateOS rootfs catalog did not provide a valid default.";
+pub const TEMPLATE_NOT_PAUSED: &str =
+    "CreateOS template sandbox must be paused before it can be forked.";
+
+pub const COMMAND_VALUE_NUL: &str = "Sandbox command values cannot contain NUL.";
+pub const COMMAND_REQUIRED: &str = "A sandbox command is required.";
+pub const INVALID_ENV: &str = "Invalid sandbox environment variable.";
+pub const EMPTY_PROCESS_STREAM: &str = "CreateOS returned an empty process stream.";
+pub const FRAME_TOO_LARGE: &str = "CreateOS process frame is too large.";
+pub const INVALID_FRAME: &str = "CreateOS returned an invalid process frame.";
+pub const COMMAND_STREAM_ERROR: &str = "CreateOS command stream reported an error.";
+pub const INVALID_COMMAND_EVENT: &str = "CreateOS returned an invalid command stream event.";
+pub const COMMAND_STREAM_NO_EXIT: &str = "CreateOS command stream ended without an exit status.";
+pub const COMMAND_CANCELLED: &str = "CreateOS command was cancelled.";
+/// What Node's fetch rejects a body read with when the connection ends mid-body (a TypeError).
+pub const TERMINATED: &str = "terminated";
+
+pub const WORKSPACE_PREPARATION_FAILED: &str =
+    "CreateOS workspace preparation failed; the image must provide Bash.";
+pub const EXPIRY_UNSUPPORTED: &str =
+    "CreateOS does not yet support leases with a guaranteed expiration deadline.";
+pub const EXECUTION_LEASE_MISMATCH: &str =
+    "CreateOS execution requires a lease from this environment.";
+pub const LEASE_CLOSING: &str = "CreateOS lease is closing or requires cleanup.";
+pub const INVALID_COMMAND_TIMEOUT: &str = "Invalid CreateOS command timeout.";
+pub const LEASE_NOT_OURS: &str = "CreateOS lease does not belong to this environment.";
+pub const CLEANUP_IN_PROGRESS: &str = "CreateOS lease cleanup is already in progress.";
+pub const CLEANUP_UNCONFIRMED: &str =
+    "CreateOS process cleanup is unconfirmed; destroy this lease before reusing it.";
+pub const PROBE_COMMAND_FAILED: &str = "CreateOS command probe failed.";
+pub const RESUME_DURING_CLEANUP: &str = "CreateOS lease cleanup must finish before resume.";
+pub const WORKSPACE_LEASE_MISMATCH: &str =
+    "CreateOS workspace requires a lease from this environment.";
+pub const SESSION_LEASE_NOT_CACHED: &str =
+    "CreateOS session requires a lease cached for this environment.";
+
+/// Returned (not thrown) texts of the probe.
+pub const PROBE_SUCCEEDED: &str = "CreateOS sandbox creation and command execution succeeded.";
+pub const PROBE_FAILED: &str = "CreateOS probe failed.";
+
+/// `CreateOS request failed (HTTP ${status}) during ${label}.`
+pub fn request_failed(status: u16, label: &str) -> String {
+    format!("CreateOS request failed (HTTP {status}) during {label}.")
+}
+
+/// `CreateOS fork setup failed and cleanup is unconfirmed for sandbox ${id}.`
+pub fn fork_cleanup_unconfirmed(id: &str) -> String {
+    format!("CreateOS fork setup failed and cleanup is unconfirmed for sandbox {id}.")
+}
+
+/// `CreateOS sandbox did not reach ${desired}; provider state is ${status}.`
+pub fn transition_failed(desired: &str, status: &str) -> String {
+    format!("CreateOS sandbox did not reach {desired}; provider state is {status}.")
+}
+
+/// `CreateOS setup failed and cleanup is unconfirmed for sandbox ${id}.`
+pub fn setup_cleanup_unconfirmed(id: &str) -> String {
+    format!("CreateOS setup failed and cleanup is unconfirmed for sandbox {id}.")
+}

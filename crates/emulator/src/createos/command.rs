@@ -1,0 +1,48 @@
+//! Parsing the command part shared by `/exec` and `/processes` bodies.
+
+use serde_json::{Map, Value};
+
+use super::envelope::ApiError;
+
+/// `cmd` plus `args` as an argv, rejecting what the service rejects (empty command, NUL).
+pub fn argv(body: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+    let cmd = match body.get("cmd") {
+        Some(Value::String(s)) if !s.is_empty() && !s.contains('\0') => s.clone(),
+        _ => return Err(ApiError::bad_request("cmd must be a non-empty string")),
+    };
+    let mut argv = vec![cmd];
+    match body.get("args") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item {
+                    Value::String(s) if !s.contains('\0') => argv.push(s.clone()),
+                    _ => return Err(ApiError::bad_request("args must be an array of strings")),
+                }
+            }
+        }
+        Some(_) => return Err(ApiError::bad_request("args must be an array of strings")),
+    }
+    Ok(argv)
+}
+
+/// Optional string field.
+pub fn opt_str<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
+    }
+}
+
+/// Optional positive integer field (e.g. `timeout_ms`).
+pub fn opt_u64(body: &Map<String, Value>, key: &str) -> Result<Option<u64>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(format!("{key} must be a positive integer"))),
+    }
+}

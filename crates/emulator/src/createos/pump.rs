@@ -1,0 +1,109 @@
+//! Drives a piped command to completion and turns it into an ordered event channel:
+//! output chunks as they arrive, then exactly one exit event after all output.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::state::TreeGuard;
+use crate::sandbox_runner::{ExitInfo, Launched, LaunchedIo};
+
+#[derive(Debug)]
+pub enum Event {
+    Stdout(Bytes),
+    Stderr(Bytes),
+    Exit { info: ExitInfo, timed_out: bool },
+}
+
+/// Feeds `stdin` (then closes it), reads both output pipes in `chunk`-sized pieces, and kills
+/// the tree when the receiver is dropped (client gone) or `timeout` expires.
+pub fn run_piped(
+    launched: Launched,
+    guard: TreeGuard,
+    stdin: Option<Bytes>,
+    chunk: usize,
+    timeout: Option<Duration>,
+) -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel(32);
+    let Launched {
+        tree,
+        io,
+        mut child,
+    } = launched;
+    let LaunchedIo::Pipes {
+        stdin: pipe,
+        stdout,
+        stderr,
+    } = io
+    else {
+        unreachable!("run_piped needs pipes");
+    };
+    if let (Some(mut pipe), Some(data)) = (pipe, stdin) {
+        // A command that exits without reading its input just breaks this pipe; ignore that.
+        tokio::spawn(async move {
+            let _ = pipe.write_all(&data).await;
+        });
+    }
+    tokio::spawn(async move {
+        let readers = async {
+            tokio::join!(
+                forward(stdout, chunk, tx.clone(), Event::Stdout),
+                forward(stderr, chunk, tx.clone(), Event::Stderr)
+            )
+        };
+        tokio::pin!(readers);
+        let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(365 * 86_400)));
+        tokio::pin!(deadline);
+        let (mut readers_done, mut killed, mut timed_out) = (false, false, false);
+        let wait = child.wait();
+        tokio::pin!(wait);
+        let status = loop {
+            tokio::select! {
+                _ = &mut readers, if !readers_done => readers_done = true,
+                status = &mut wait => break status,
+                _ = tx.closed(), if !killed => { killed = true; tree.kill(); }
+                _ = &mut deadline, if !killed => { killed = true; timed_out = true; tree.kill(); }
+            }
+        };
+        // bwrap is gone, so the namespace is too: the pipes reach EOF promptly.
+        if !readers_done {
+            readers.await;
+        }
+        tree.mark_reaped();
+        drop(guard);
+        let info = match status {
+            Ok(status) => ExitInfo::from_bwrap(status, tree.delivered()),
+            Err(_) => ExitInfo {
+                code: None,
+                signal: Some("SIGKILL".into()),
+            },
+        };
+        let _ = tx.send(Event::Exit { info, timed_out }).await;
+    });
+    rx
+}
+
+async fn forward(
+    mut pipe: impl AsyncRead + Unpin,
+    chunk: usize,
+    tx: mpsc::Sender<Event>,
+    wrap: fn(Bytes) -> Event,
+) {
+    let mut buf = vec![0u8; chunk.max(1)];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if tx
+                    .send(wrap(Bytes::copy_from_slice(&buf[..n])))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Shared emulator state: the sandbox registry and what every handler needs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use super::envelope::ApiError;
+use super::faults::Faults;
+use super::lifecycle::{Lifecycle, Status};
+use super::options::{EmulatorOptions, Settings};
+use super::process::ManagedProcess;
+use super::request_log::RequestLog;
+use super::util::rfc3339;
+use crate::sandbox_runner::{Bwrap, IoMode, LaunchSpec, Launched, ProcessTree, SandboxRoot};
+
+/// The workspace the provider uses; present from creation like on the service's images.
+pub const WORKSPACE: &str = "/paperclip-workspace";
+
+/// Everything the HTTP handlers share.
+pub struct App {
+    pub opts: EmulatorOptions,
+    pub settings: Settings,
+    pub api_key: String,
+    pub bwrap: Bwrap,
+    /// Private temp directory; every sandbox root lives inside and it is removed on shutdown.
+    pub work_dir: PathBuf,
+    pub sandboxes: Mutex<BTreeMap<String, Arc<Sandbox>>>,
+    /// Sandboxed process trees currently alive (managed processes, execs, file transfers).
+    pub live_trees: Arc<AtomicUsize>,
+    pub log: RequestLog,
+    pub faults: Faults,
+    pub shutting_down: AtomicBool,
+}
+
+impl App {
+    pub fn sandbox(&self, id: &str) -> Result<Arc<Sandbox>, ApiError> {
+        self.sandboxes
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found("sandbox"))
+    }
+
+    /// The sandbox, which must be `running` for commands and file transfers (409 otherwise).
+    pub fn running_sandbox(&self, id: &str) -> Result<Arc<Sandbox>, ApiError> {
+        let sb = self.sandbox(id)?;
+        let status = sb.status();
+        if status != Status::Running {
+            return Err(ApiError::conflict(
+                "sandbox_not_running",
+                format!("sandbox is {}", status.as_str()),
+            ));
+        }
+        Ok(sb)
+    }
+
+    /// Kills every process tree of `sb` and deletes its root. Blocking (briefly): the root
+    /// is removed only once the killed processes are gone, or a dying process could recreate
+    /// a file behind `remove_dir_all`.
+    pub fn destroy(&self, sb: &Sandbox) {
+        sb.info.lock().unwrap().lifecycle.force(Status::Destroyed);
+        let trees = sb.trees();
+        for tree in &trees {
+            tree.kill();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !trees.iter().all(|t| t.is_dead()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if sb.root.remove().is_err() {
+            let _ = sb.root.remove();
+        }
+    }
+
+    /// Synchronous teardown used by shutdown and `Drop`: nothing may outlive the emulator.
+    pub fn teardown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        let all: Vec<Arc<Sandbox>> = std::mem::take(&mut *self.sandboxes.lock().unwrap())
+            .into_values()
+            .collect();
+        for sb in &all {
+            self.destroy(sb);
+        }
+        let _ = std::fs::remove_dir_all(&self.work_dir);
+    }
+
+    /// Starts a command in `sb` and registers its tree for pause/kill and leak accounting.
+    pub fn launch(
+        &self,
+        sb: &Arc<Sandbox>,
+        argv: Vec<String>,
+        cwd: Option<&str>,
+        env: &[(String, String)],
+        io: IoMode,
+    ) -> Result<(Launched, TreeGuard), ApiError> {
+        let cwd = match cwd {
+            Some(c) => {
+                if !c.starts_with('/') || c.contains('\0') {
+                    return Err(ApiError::bad_request("cwd must be an absolute path"));
+                }
+                // System directories come from the host; everything else lives in the root.
+                let system = c == "/" || c.starts_with("/usr") || c.starts_with("/etc");
+                if !(sb.root.host_path(c).is_dir() || (system && PathBuf::from(c).is_dir())) {
+                    return Err(ApiError::bad_request("cwd does not exist in the sandbox"));
+                }
+                c
+            }
+            None => WORKSPACE,
+        };
+        let mut full_env = sb.base_env(matches!(io, IoMode::Pty { .. }));
+        for (k, v) in env {
+            full_env.retain(|(key, _)| key != k);
+            full_env.push((k.clone(), v.clone()));
+        }
+        let launched = self
+            .bwrap
+            .launch(LaunchSpec {
+                root: sb.root.path(),
+                hostname: &sb.id,
+                cwd,
+                env: full_env,
+                argv,
+                io,
+            })
+            .map_err(|e| ApiError::internal(format!("failed to start sandbox process: {e}")))?;
+        let guard = TreeGuard::register(sb, launched.tree.clone(), self.live_trees.clone());
+        Ok((launched, guard))
+    }
+}
+
+/// Registration of one live tree; dropped after the tree has been reaped.
+pub struct TreeGuard {
+    sandbox: Arc<Sandbox>,
+    key: u64,
+    live: Arc<AtomicUsize>,
+}
+
+impl TreeGuard {
+    fn register(sb: &Arc<Sandbox>, tree: Arc<ProcessTree>, live: Arc<AtomicUsize>) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let key = NEXT.fetch_add(1, Ordering::Relaxed);
+        if sb.status().frozen() {
+            tree.freeze(true);
+        }
+        sb.trees.lock().unwrap().insert(key, tree);
+        live.fetch_add(1, Ordering::SeqCst);
+        TreeGuard {
+            sandbox: sb.clone(),
+            key,
+            live,
+        }
+    }
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        self.sandbox.trees.lock().unwrap().remove(&self.key);
+        self.live.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Mutable description of a sandbox, as returned by `GET /sandboxes/{id}`.
+#[derive(Debug)]
+pub struct SandboxInfo {
+    pub lifecycle: Lifecycle,
+    pub shape: String,
+    pub rootfs: String,
+    pub region: Option<String>,
+    pub egress: Vec<String>,
+    pub auto_pause_after_seconds: Option<u64>,
+    pub ingress_enabled: bool,
+    /// Variables declared at creation; per-command overrides may only use these keys.
+    pub env: Vec<(String, String)>,
+    pub created_at: SystemTime,
+    pub forked_from: Option<String>,
+}
+
+pub struct Sandbox {
+    pub id: String,
+    pub root: SandboxRoot,
+    pub info: Mutex<SandboxInfo>,
+    pub processes: Mutex<BTreeMap<String, Arc<ManagedProcess>>>,
+    /// Every running tree (managed or not), for freezing on pause and killing on delete.
+    pub trees: Mutex<HashMap<u64, Arc<ProcessTree>>>,
+}
+
+impl Sandbox {
+    pub fn new(id: String, root: SandboxRoot, info: SandboxInfo) -> Self {
+        Sandbox {
+            id,
+            root,
+            info: Mutex::new(info),
+            processes: Mutex::new(BTreeMap::new()),
+            trees: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        self.info.lock().unwrap().lifecycle.current()
+    }
+
+    pub fn trees(&self) -> Vec<Arc<ProcessTree>> {
+        self.trees.lock().unwrap().values().cloned().collect()
+    }
+
+    /// Freezes or thaws every process (pause/resume of the "VM").
+    pub fn freeze(&self, frozen: bool) {
+        for tree in self.trees() {
+            tree.freeze(frozen);
+        }
+    }
+
+    fn base_env(&self, pty: bool) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = [
+            (
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            ),
+            ("HOME", "/root"),
+            ("USER", "root"),
+            ("LOGNAME", "root"),
+            ("LANG", "C.UTF-8"),
+            ("HOSTNAME", &self.id),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        if pty {
+            env.push(("TERM".into(), "xterm-256color".into()));
+        }
+        env.extend(self.info.lock().unwrap().env.iter().cloned());
+        env
+    }
+
+    /// Per-command variables must have been declared when the sandbox was created (the
+    /// service rejects others with 400; the provider therefore never sends `env`).
+    pub fn check_env_overrides(
+        &self,
+        env: Option<&Value>,
+    ) -> Result<Vec<(String, String)>, ApiError> {
+        let Some(env) = env else {
+            return Ok(Vec::new());
+        };
+        let Value::Object(map) = env else {
+            return Err(ApiError::bad_request("env must be an object of strings"));
+        };
+        let info = self.info.lock().unwrap();
+        let mut out = Vec::new();
+        for (k, v) in map {
+            let Value::String(v) = v else {
+                return Err(ApiError::bad_request("env must be an object of strings"));
+            };
+            if !info.env.iter().any(|(key, _)| key == k) {
+                return Err(ApiError::bad_request(format!(
+                    "env key {k} was not declared when the sandbox was created"
+                )));
+            }
+            out.push((k.clone(), v.clone()));
+        }
+        Ok(out)
+    }
+
+    /// The JSON view of the sandbox.
+    pub fn view(&self) -> Value {
+        let mut info = self.info.lock().unwrap();
+        let status = info.lifecycle.current();
+        json!({
+            "id": self.id,
+            "status": status.as_str(),
+            "shape": info.shape,
+            "rootfs": info.rootfs,
+            "region": info.region,
+            "egress": info.egress,
+            "auto_pause_after_seconds": info.auto_pause_after_seconds,
+            "ingress_enabled": info.ingress_enabled,
+            "forked_from": info.forked_from,
+            "created_at": rfc3339(info.created_at),
+        })
+    }
+}

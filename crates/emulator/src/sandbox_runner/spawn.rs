@@ -1,0 +1,299 @@
+//! Starting one command inside a sandbox root, with pipes or a PTY, and controlling its tree.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
+use nix::pty::{Winsize, openpty};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::unix::AsyncFd;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+use super::Bwrap;
+use super::procfs::session_members;
+
+/// How the command's standard streams are connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoMode {
+    /// Separate stdout/stderr pipes; stdin is a pipe when `stdin` is true, else /dev/null.
+    Pipes { stdin: bool },
+    /// One pseudo-terminal for all three streams, as the controlling terminal of the command.
+    Pty { cols: u16, rows: u16 },
+}
+
+/// What to run and where.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec<'a> {
+    pub root: &'a Path,
+    pub hostname: &'a str,
+    pub cwd: &'a str,
+    pub env: Vec<(String, String)>,
+    pub argv: Vec<String>,
+    pub io: IoMode,
+}
+
+/// A started command: its tree handle, its streams and the bwrap child to wait for.
+pub struct Launched {
+    pub tree: std::sync::Arc<ProcessTree>,
+    pub io: LaunchedIo,
+    /// Wait on this, then call [`ProcessTree::mark_reaped`].
+    pub child: Child,
+}
+
+pub enum LaunchedIo {
+    Pipes {
+        stdin: Option<ChildStdin>,
+        stdout: ChildStdout,
+        stderr: ChildStderr,
+    },
+    Pty(PtyMaster),
+}
+
+impl Bwrap {
+    /// Starts `spec` as a new session led by bwrap, so the whole tree can be found and killed.
+    pub fn launch(&self, spec: LaunchSpec<'_>) -> std::io::Result<Launched> {
+        let mut cmd = Command::new(self.path());
+        cmd.args(self.args(spec.root, spec.hostname, spec.cwd, &spec.env, &spec.argv));
+        cmd.env_clear();
+        let mut master = None;
+        match spec.io {
+            IoMode::Pipes { stdin } => {
+                cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                // SAFETY: only async-signal-safe calls between fork and exec.
+                unsafe { cmd.pre_exec(|| new_session(false)) };
+            }
+            IoMode::Pty { cols, rows } => {
+                let size = Winsize {
+                    ws_row: rows,
+                    ws_col: cols,
+                    ws_xpixel: 0,
+                    ws_ypixel: 0,
+                };
+                let pty = openpty(Some(&size), None).map_err(std::io::Error::from)?;
+                set_cloexec(&pty.master)?;
+                set_cloexec(&pty.slave)?;
+                cmd.stdin(Stdio::from(pty.slave.try_clone()?))
+                    .stdout(Stdio::from(pty.slave.try_clone()?))
+                    .stderr(Stdio::from(pty.slave));
+                // SAFETY: only async-signal-safe calls between fork and exec.
+                unsafe { cmd.pre_exec(|| new_session(true)) };
+                master = Some(pty.master);
+            }
+        }
+        let mut child = cmd.spawn()?;
+        // Dropping the command closes our copies of the PTY slave, so the master sees EOF (EIO)
+        // once the sandboxed tree is gone.
+        drop(cmd);
+        let leader = child.id().map(|p| p as i32).unwrap_or(-1);
+        let io = match master {
+            Some(fd) => LaunchedIo::Pty(PtyMaster::new(fd)?),
+            None => LaunchedIo::Pipes {
+                stdin: child.stdin.take(),
+                stdout: child.stdout.take().expect("piped stdout"),
+                stderr: child.stderr.take().expect("piped stderr"),
+            },
+        };
+        Ok(Launched {
+            tree: std::sync::Arc::new(ProcessTree::new(leader)),
+            io,
+            child,
+        })
+    }
+}
+
+/// Runs in the forked child before exec: new session (so every descendant shares our session
+/// id), the PTY as controlling terminal, and death with the emulator.
+fn new_session(controlling_tty: bool) -> std::io::Result<()> {
+    // SAFETY: plain syscalls, async-signal-safe.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if controlling_tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    Ok(())
+}
+
+fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(std::io::Error::from)?;
+    Ok(())
+}
+
+/// The processes of one launched command: bwrap (session leader), its namespace init, and the
+/// command with all its descendants (all share the session id = bwrap's pid).
+#[derive(Debug)]
+pub struct ProcessTree {
+    leader: i32,
+    delivered: AtomicI32,
+    reaped: AtomicBool,
+}
+
+impl ProcessTree {
+    fn new(leader: i32) -> Self {
+        ProcessTree {
+            leader,
+            delivered: AtomicI32::new(0),
+            reaped: AtomicBool::new(leader <= 0),
+        }
+    }
+
+    /// Host pid of bwrap (the session leader).
+    pub fn leader_pid(&self) -> i32 {
+        self.leader
+    }
+
+    /// Delivers `sig` to the command's processes — not to bwrap or its namespace init, which
+    /// would die instead of passing it on. Returns whether anything was signalled.
+    pub fn signal(&self, sig: Signal) -> bool {
+        if self.reaped.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.delivered.store(sig as i32, Ordering::SeqCst);
+        let members = session_members(self.leader);
+        let inits: Vec<i32> = members
+            .iter()
+            .filter(|p| p.ppid == self.leader)
+            .map(|p| p.pid)
+            .collect();
+        let mut any = false;
+        for p in members
+            .iter()
+            .filter(|p| p.pid != self.leader && !inits.contains(&p.pid))
+        {
+            any |= kill(Pid::from_raw(p.pid), sig).is_ok();
+        }
+        any
+    }
+
+    /// Stops (or continues) every process of the tree: used while the sandbox is paused.
+    pub fn freeze(&self, frozen: bool) {
+        let sig = if frozen {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        self.signal_everything(sig);
+    }
+
+    /// SIGKILLs the whole tree including bwrap; the kernel then tears down the pid namespace.
+    pub fn kill(&self) {
+        self.signal_everything(Signal::SIGKILL);
+    }
+
+    fn signal_everything(&self, sig: Signal) {
+        if self.reaped.load(Ordering::SeqCst) {
+            return;
+        }
+        let _ = kill(Pid::from_raw(self.leader), sig);
+        for p in session_members(self.leader) {
+            let _ = kill(Pid::from_raw(p.pid), sig);
+        }
+    }
+
+    /// The last signal the emulator delivered, to tell "killed by N" from "exit 128+N".
+    pub fn delivered(&self) -> Option<i32> {
+        match self.delivered.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig),
+        }
+    }
+
+    /// Call once bwrap has been waited for: its pid (and session id) may now be reused, so we
+    /// must never signal them again.
+    pub fn mark_reaped(&self) {
+        self.reaped.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_reaped(&self) -> bool {
+        self.reaped.load(Ordering::SeqCst)
+    }
+
+    /// True once no process of the tree is running any more (zombies awaiting our reaper
+    /// count as dead): from then on nothing can write into the sandbox root.
+    pub fn is_dead(&self) -> bool {
+        self.is_reaped() || session_members(self.leader).is_empty()
+    }
+}
+
+/// The emulator's end of a command's pseudo-terminal (non-blocking, driven by tokio).
+pub struct PtyMaster {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl PtyMaster {
+    fn new(fd: OwnedFd) -> std::io::Result<Self> {
+        let flags = fcntl(&fd, FcntlArg::F_GETFL).map_err(std::io::Error::from)?;
+        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
+        fcntl(&fd, FcntlArg::F_SETFL(flags)).map_err(std::io::Error::from)?;
+        // SAFETY: we own `fd`; it stays open and unchanged for the AsyncFd's whole life.
+        let fd = unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)?;
+        Ok(PtyMaster { fd })
+    }
+
+    /// Reads terminal output; `Ok(0)` once every slave side is closed (Linux reports EIO).
+    pub async fn read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            let result = guard.try_io(|fd| {
+                // SAFETY: reading into a valid, exclusively borrowed buffer.
+                let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+                if n < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match result {
+                Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),
+                Ok(other) => return other,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Writes all of `data` as terminal input.
+    pub async fn write_all(&self, mut data: &[u8]) -> std::io::Result<()> {
+        while !data.is_empty() {
+            let mut guard = self.fd.writable().await?;
+            let result = guard.try_io(|fd| {
+                // SAFETY: writing from a valid buffer.
+                let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+                if n < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match result {
+                Ok(Ok(n)) => data = &data[n..],
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the terminal size (the command gets SIGWINCH).
+    pub fn resize(&self, cols: u16, rows: u16) -> std::io::Result<()> {
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads a winsize struct we own.
+        let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        if rc < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,90 @@
+//! The `createos-emulator` binary's stdout/stdin contract, as the vitest helper uses it.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use crate::common::Http;
+
+#[tokio::test]
+async fn binary_prints_its_url_and_exits_cleanly_when_stdin_closes() {
+    let work = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_createos-emulator"))
+        .args(["--api-key", "bin-key", "--transition-ms", "0", "--work-dir"])
+        .arg(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "ready in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(ready["apiKey"], "bin-key");
+    let url = ready["url"].as_str().unwrap();
+    assert_eq!(ready["controlUrl"], format!("{url}/_emulator"));
+    let http = Http {
+        addr: url.trim_start_matches("http://").to_string(),
+        key: "bin-key".into(),
+    };
+    let id = http.sandbox().await;
+    assert_eq!(http.bash(&id, "echo hi").await["stdout"], "hi\n");
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 1);
+
+    drop(child.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_dir(work.path()).unwrap().count(),
+        0,
+        "work dir cleaned"
+    );
+}
+
+#[tokio::test]
+async fn binary_exits_cleanly_on_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_createos-emulator"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert!(ready["apiKey"].as_str().unwrap().len() > 8);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn binary_names_the_package_when_bwrap_is_missing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_createos-emulator"))
+        .env("EMULATOR_BWRAP", "/nonexistent/bwrap")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("apt-get install -y bubblewrap"), "{err}");
+}

@@ -73,7 +73,10 @@ impl CreateOsProvider {
 
     /// `setup`: the original announces itself on the host log.
     pub fn setup(&self, sink: &dyn HostSink) {
-        sink.log(sandbox_core::LogLevel::Info, "CreateOS sandbox provider ready");
+        sink.log(
+            sandbox_core::LogLevel::Info,
+            "CreateOS sandbox provider ready",
+        );
     }
 
     /// `onHealth`: no network; connectivity is what a probe is for.

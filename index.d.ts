@@ -41,10 +41,31 @@ export type JsCreateOsProvider = CreateOsProvider
 
 export declare class KubernetesProvider {
   constructor(host?: HostCallbacks | undefined | null)
+  /** `setup`: called once the worker has its ctx. */
+  setup(): Outcome
   /** `onHealth`. */
   health(): Outcome
   /** `onEnvironmentValidateConfig`: synchronous, it never touches a cluster. */
   validateConfig(params: any): Outcome
+  /** `onEnvironmentProbe`. */
+  probe(params: any): Promise<Outcome>
+  /** `onEnvironmentAcquireLease`. */
+  acquireLease(params: any): Promise<Outcome>
+  /** `onEnvironmentResumeLease`. */
+  resumeLease(params: any): Promise<Outcome>
+  /** `onEnvironmentReleaseLease`. */
+  releaseLease(params: any): Promise<Outcome>
+  /** `onEnvironmentDestroyLease`. */
+  destroyLease(params: any): Promise<Outcome>
+  /** `onEnvironmentRealizeWorkspace`. */
+  realizeWorkspace(params: any): Promise<Outcome>
+  /**
+   * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
+   * the hook's async context by the worker.
+   */
+  execute(params: any, onOutput: ((arg0: string, arg1: string) => void)): Promise<Outcome>
+  /** `onShutdown`. */
+  shutdown(): Promise<Outcome>
 }
 export type JsKubernetesProvider = KubernetesProvider
 

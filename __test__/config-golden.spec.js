@@ -10,6 +10,11 @@ import kubernetesPlugin, { manifest as kubernetesManifest } from "../plugins/kub
 import { ForkedWorker } from "../scripts/lib/forked-worker.js";
 import { loadCases, outcomeOf } from "./support/golden.js";
 
+/** `onEnvironmentValidateConfig` → `environmentValidateConfig`. */
+function rpcMethodOf(hook) {
+  return hook.charAt(2).toLowerCase() + hook.slice(3);
+}
+
 const suites = [
   {
     name: "createos",
@@ -18,6 +23,7 @@ const suites = [
     // Every CreateOS config case calls onEnvironmentValidateConfig with {driverKey, config}.
     cases: loadCases("createos/config.json").map((c) => ({
       name: c.name,
+      hook: "onEnvironmentValidateConfig",
       params: { driverKey: "createos", config: c.input.config },
       expected: c.expected,
     })),
@@ -26,10 +32,13 @@ const suites = [
     name: "kubernetes",
     plugin: kubernetesPlugin,
     manifest: kubernetesManifest,
-    // The other hooks' config stages run in Rust until those hooks exist in the worker.
-    cases: loadCases("kubernetes/config.json")
-      .filter((c) => c.input.hook === "onEnvironmentValidateConfig")
-      .map((c) => ({ name: c.name, params: c.input.params, expected: c.expected })),
+    // Every recorded case stops before any cluster access: invalid configs, early returns.
+    cases: loadCases("kubernetes/config.json").map((c) => ({
+      name: c.name,
+      hook: c.input.hook,
+      params: c.input.params,
+      expected: c.expected,
+    })),
   },
 ];
 
@@ -44,8 +53,8 @@ describe.each(suites)("$name config vectors", (suite) => {
       await suite.plugin.definition.setup(harness.ctx);
     });
 
-    it.each(suite.cases)("$name", async ({ params, expected }) => {
-      const actual = await outcomeOf(() => suite.plugin.definition.onEnvironmentValidateConfig(structuredClone(params)));
+    it.each(suite.cases)("$name", async ({ hook, params, expected }) => {
+      const actual = await outcomeOf(() => suite.plugin.definition[hook](structuredClone(params)));
       expect(JSON.stringify(actual)).toBe(JSON.stringify(expected));
     });
   });
@@ -57,8 +66,10 @@ describe.each(suites)("$name config vectors", (suite) => {
     });
     afterAll(() => worker?.kill());
 
-    it.each(suite.cases)("$name", async ({ params, expected }) => {
-      const response = await worker.request("environmentValidateConfig", params);
+    it.each(suite.cases)("$name", async ({ hook, params, expected }) => {
+      // The host adds the invocation envelope to every call whose params carry a companyId.
+      const invocation = params.companyId ? { id: "inv-golden", scope: { companyId: params.companyId } } : undefined;
+      const response = await worker.request(rpcMethodOf(hook), params, { invocation });
       if (expected.throws) {
         expect(response.error?.message).toBe(expected.throws.message);
       } else {

@@ -34,8 +34,19 @@ const providers = [
     valid: { inCluster: true, egressMode: "cilium" },
     invalid: { inCluster: "yes" },
     invalidErrors: ["Expected boolean, received string"],
-    supportedMethods: ["health", "environmentValidateConfig"],
-    unimplemented: "environmentProbe",
+    supportedMethods: [
+      "health",
+      "shutdown",
+      "environmentValidateConfig",
+      "environmentProbe",
+      "environmentAcquireLease",
+      "environmentResumeLease",
+      "environmentReleaseLease",
+      "environmentDestroyLease",
+      "environmentRealizeWorkspace",
+      "environmentExecute",
+    ],
+    unimplemented: "environmentSyncIn",
   },
 ];
 

@@ -52,43 +52,37 @@ impl JsCreateOsProvider {
     /// `onEnvironmentProbe`.
     #[napi]
     pub async fn probe(&self, params: Value) -> Outcome {
-        let (provider, sink) = (Arc::clone(&self.provider), self.host.for_call(None));
-        guard::run(async move { provider.probe(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, probe, params)
     }
 
     /// `onEnvironmentAcquireLease`.
     #[napi]
     pub async fn acquire_lease(&self, params: Value) -> Outcome {
-        let (provider, sink) = (Arc::clone(&self.provider), self.host.for_call(None));
-        guard::run(async move { provider.acquire_lease(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, acquire_lease, params)
     }
 
     /// `onEnvironmentResumeLease`.
     #[napi]
     pub async fn resume_lease(&self, params: Value) -> Outcome {
-        let (provider, sink) = (Arc::clone(&self.provider), self.host.for_call(None));
-        guard::run(async move { provider.resume_lease(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, resume_lease, params)
     }
 
     /// `onEnvironmentReleaseLease`: resolves with nothing, as v0.3.0 does.
     #[napi]
     pub async fn release_lease(&self, params: Value) -> Outcome {
-        let (provider, sink) = (Arc::clone(&self.provider), self.host.for_call(None));
-        guard::run(async move { provider.release_lease(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, release_lease, params)
     }
 
     /// `onEnvironmentDestroyLease`: resolves with nothing, as v0.3.0 does.
     #[napi]
     pub async fn destroy_lease(&self, params: Value) -> Outcome {
-        let (provider, sink) = (Arc::clone(&self.provider), self.host.for_call(None));
-        guard::run(async move { provider.destroy_lease(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, destroy_lease, params)
     }
 
     /// `onEnvironmentRealizeWorkspace`.
     #[napi]
     pub async fn realize_workspace(&self, params: Value) -> Outcome {
-        let (provider, sink) = (Arc::clone(&self.provider), self.host.for_call(None));
-        guard::run(async move { provider.realize_workspace(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, realize_workspace, params)
     }
 
     /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
@@ -106,11 +100,7 @@ impl JsCreateOsProvider {
             false,
         >,
     ) -> Outcome {
-        let (provider, sink) = (
-            Arc::clone(&self.provider),
-            self.host.for_call(Some(on_output)),
-        );
-        guard::run(async move { provider.execute(&params, &sink).await.into() }).await
+        crate::forward_hook!(self, execute, params, Some(on_output))
     }
 
     /// `onShutdown`: stops in-flight work within the host's grace period.

@@ -1,7 +1,10 @@
-//! `KubernetesProvider`: the napi face of `crates/kubernetes`.
+//! `KubernetesProvider`: the napi face of `crates/kubernetes`. Each method forwards one hook.
 
 use std::sync::Arc;
 
+use napi::Status;
+use napi::bindgen_prelude::FnArgs;
+use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -11,8 +14,7 @@ use crate::outcome::Outcome;
 
 #[napi(js_name = "KubernetesProvider")]
 pub struct JsKubernetesProvider {
-    provider: kubernetes::KubernetesProvider,
-    #[allow(dead_code)] // used by the lease hooks as they land
+    provider: Arc<kubernetes::KubernetesProvider>,
     host: Arc<JsHost>,
 }
 
@@ -21,9 +23,18 @@ impl JsKubernetesProvider {
     #[napi(constructor)]
     pub fn new(host: Option<HostCallbacks>) -> Self {
         Self {
-            provider: kubernetes::KubernetesProvider::new(),
+            provider: Arc::new(kubernetes::KubernetesProvider::new()),
             host: JsHost::new(host),
         }
+    }
+
+    /// `setup`: called once the worker has its ctx.
+    #[napi(catch_unwind)]
+    pub fn setup(&self) -> Outcome {
+        guard::sync(|| {
+            self.provider.setup(&self.host.for_call(None));
+            Outcome::nothing()
+        })
     }
 
     /// `onHealth`.
@@ -36,5 +47,66 @@ impl JsKubernetesProvider {
     #[napi(catch_unwind)]
     pub fn validate_config(&self, params: Value) -> Outcome {
         guard::sync(|| self.provider.validate_config(&params).into())
+    }
+
+    /// `onEnvironmentProbe`.
+    #[napi]
+    pub async fn probe(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, probe, params)
+    }
+
+    /// `onEnvironmentAcquireLease`.
+    #[napi]
+    pub async fn acquire_lease(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, acquire, params)
+    }
+
+    /// `onEnvironmentResumeLease`.
+    #[napi]
+    pub async fn resume_lease(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, resume, params)
+    }
+
+    /// `onEnvironmentReleaseLease`.
+    #[napi]
+    pub async fn release_lease(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, release, params)
+    }
+
+    /// `onEnvironmentDestroyLease`.
+    #[napi]
+    pub async fn destroy_lease(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, destroy, params)
+    }
+
+    /// `onEnvironmentRealizeWorkspace`.
+    #[napi]
+    pub async fn realize_workspace(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, realize_workspace, params)
+    }
+
+    /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
+    /// the hook's async context by the worker.
+    #[allow(clippy::type_complexity)] // spelled out for the .d.ts generator
+    #[napi]
+    pub async fn execute(
+        &self,
+        params: Value,
+        on_output: ThreadsafeFunction<
+            FnArgs<(String, String)>,
+            (),
+            FnArgs<(String, String)>,
+            Status,
+            false,
+        >,
+    ) -> Outcome {
+        crate::forward_hook!(self, execute, params, Some(on_output))
+    }
+
+    /// `onShutdown`.
+    #[napi]
+    pub async fn shutdown(&self) -> Outcome {
+        let params = Value::Null;
+        crate::forward_hook!(self, shutdown, params)
     }
 }

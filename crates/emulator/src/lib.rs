@@ -4,6 +4,7 @@
 //! emulator); [`createos`] serves the CreateOS REST API on loopback on top of it.
 
 pub mod createos;
+pub mod kubernetes;
 pub mod sandbox_runner;
 
 pub use createos::{CreateOsEmulator, EmulatorCounts, EmulatorOptions};

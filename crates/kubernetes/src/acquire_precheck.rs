@@ -63,7 +63,7 @@ pub fn prepare_acquire(
 
 /// `deriveTenantNamespace(config, params.companyId)`. Without a configured slug the company id is
 /// lower-cased, which throws V8's TypeError when it is not a string.
-fn tenant_namespace(
+pub(crate) fn tenant_namespace(
     config: &KubernetesConfig,
     company_id: Option<&Value>,
 ) -> ProviderResult<String> {

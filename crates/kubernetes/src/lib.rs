@@ -9,12 +9,15 @@ pub mod cluster;
 pub mod config;
 pub mod egress_warnings;
 pub mod exec;
+pub mod hooks;
 pub mod js;
 pub mod js_date;
+pub mod kube_client;
 pub mod lease_expiry;
 pub mod namespace;
 pub mod orchestrate;
 mod provider;
+pub mod runtime;
 
 pub use config::KubernetesConfig;
 pub use namespace::{derive_company_slug, derive_tenant_namespace};

@@ -1,8 +1,11 @@
 //! The hook surface of the Kubernetes provider.
 //!
-//! So far: health, validateConfig, and the config stage every other hook starts with (the early
+//! Here: health, validateConfig, and the config stage every other hook starts with (the early
 //! returns that precede parsing, then `schema.parse`, which rejects with a `ZodError`). The
-//! cluster-facing remainder of each hook builds on [`ConfigStage::Proceed`].
+//! cluster-facing hooks (probe, acquire, resume, release, destroy, realize workspace, execute,
+//! shutdown) are in [`crate::hooks`] and build on [`ConfigStage::Proceed`].
+
+use std::sync::Arc;
 
 use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
 use serde_json::{Map, Value, json};
@@ -11,6 +14,8 @@ use crate::adapters::get_adapter_defaults;
 use crate::config::{Backend, KubernetesConfig, ZodIssues};
 use crate::egress_warnings::validate_config_warning;
 use crate::js::js_truthy;
+use crate::orchestrate::{Clock, SystemClock};
+use crate::runtime::{ClusterConnector, KubeConnector, ReadySet, UploadInterceptors};
 
 /// validateConfig's answer for `backend: job`: the driver advertises a login PTY, which only
 /// the sandbox-cr backend can serve.
@@ -21,13 +26,65 @@ pub const INVALID_CONFIG_SUMMARY: &str = "Invalid Kubernetes provider configurat
 /// execute's stderr for a lease without a provider lease id.
 pub const NO_PROVIDER_LEASE_ID: &str = "No provider lease ID available for execution.";
 
-/// One provider instance per worker process.
-#[derive(Debug, Default)]
-pub struct KubernetesProvider {}
+/// One provider instance per worker process: the cluster connector, the clock the readiness
+/// and completion polls run on, and the in-worker state of §11.0.
+pub struct KubernetesProvider {
+    connector: Arc<dyn ClusterConnector>,
+    clock: Arc<dyn Clock>,
+    ready: ReadySet,
+    uploads: UploadInterceptors,
+}
+
+impl std::fmt::Debug for KubernetesProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubernetesProvider").finish_non_exhaustive()
+    }
+}
+
+impl Default for KubernetesProvider {
+    fn default() -> Self {
+        Self::with_connector(Arc::new(KubeConnector), Arc::new(SystemClock::new()))
+    }
+}
 
 impl KubernetesProvider {
+    /// The production provider: kube-rs clients, real time.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A provider on another cluster connector and clock (tests, emulators).
+    pub fn with_connector(connector: Arc<dyn ClusterConnector>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            connector,
+            clock,
+            ready: ReadySet::default(),
+            uploads: UploadInterceptors::default(),
+        }
+    }
+
+    pub(crate) fn connector(&self) -> &dyn ClusterConnector {
+        self.connector.as_ref()
+    }
+
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    pub(crate) fn ready(&self) -> &ReadySet {
+        &self.ready
+    }
+
+    pub(crate) fn uploads(&self) -> &UploadInterceptors {
+        &self.uploads
+    }
+
+    /// `setup`: the original announces itself on the host log; no cluster calls.
+    pub fn setup(&self, sink: &dyn sandbox_core::HostSink) {
+        sink.log(
+            sandbox_core::LogLevel::Info,
+            "Kubernetes sandbox provider plugin ready",
+        );
     }
 
     /// `onHealth`: makes no cluster call.

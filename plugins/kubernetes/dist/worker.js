@@ -13,12 +13,38 @@ const provider = new KubernetesProvider(host.callbacks);
 const plugin = definePlugin({
   async setup(ctx) {
     host.attach(ctx);
+    await invoke(() => provider.setup());
   },
   async onHealth() {
     return invoke(() => provider.health());
   },
   async onEnvironmentValidateConfig(params) {
     return invoke(() => provider.validateConfig(params));
+  },
+  async onEnvironmentProbe(params) {
+    return invoke(() => provider.probe(params));
+  },
+  async onEnvironmentAcquireLease(params) {
+    return invoke(() => provider.acquireLease(params));
+  },
+  async onEnvironmentResumeLease(params) {
+    return invoke(() => provider.resumeLease(params));
+  },
+  async onEnvironmentReleaseLease(params) {
+    return invoke(() => provider.releaseLease(params));
+  },
+  async onEnvironmentDestroyLease(params) {
+    return invoke(() => provider.destroyLease(params));
+  },
+  async onEnvironmentRealizeWorkspace(params) {
+    return invoke(() => provider.realizeWorkspace(params));
+  },
+  async onEnvironmentExecute(params) {
+    return invoke(() => provider.execute(params, host.executionLog()));
+  },
+  async onShutdown() {
+    await invoke(() => provider.shutdown());
+    host.detach();
   },
 });
 

@@ -1,0 +1,133 @@
+// A Kubernetes lease lifecycle on each backend through a forked worker, as the host drives it,
+// against the local Kubernetes API emulator (real kube-rs over HTTPS, exec over websocket into
+// bubblewrap-sandboxed pods).
+
+import { readFile } from "node:fs/promises";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { startEmulator } from "../scripts/lib/emulators.js";
+import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+
+const CANARY_TOKEN = "canary-token-8c1e55d0-never-print-me";
+const JOB_SHIM = "/usr/local/bin/paperclip-agent-shim";
+
+describe("Kubernetes lifecycles through a forked worker", () => {
+  let emulator;
+  let worker;
+  let kubeconfig;
+  const base = { driverKey: "kubernetes", companyId: "company-1", environmentId: "env-1" };
+  const invocation = (id) => ({ id, scope: { companyId: "company-1" } });
+  const configFor = (backend) => ({ kubeconfig, companySlug: "acme", backend, egressMode: "cilium" });
+
+  beforeAll(async () => {
+    emulator = await startEmulator("kubernetes-emulator", [
+      "--fast",
+      "--token",
+      CANARY_TOKEN,
+      "--command-override",
+      `${JOB_SHIM}=${JSON.stringify(["/bin/sh", "-c", "echo job-output"])}`,
+    ]);
+    kubeconfig = await readFile(emulator.kubeconfig, "utf8");
+    worker = await ForkedWorker.start("kubernetes");
+  });
+
+  afterAll(async () => {
+    worker?.kill();
+    await emulator?.stop();
+  });
+
+  /** Lease-scoped objects left in the tenant namespace, and live processes. */
+  async function leftovers() {
+    const counts = await (await fetch(`${emulator.controlUrl}/counts`)).json();
+    const tenant = counts.namespaces["paperclip-acme"] ?? {};
+    const scoped = ["pods", "sandboxes", "jobs", "secrets"].filter((plural) => (tenant[plural] ?? 0) > 0);
+    return { scoped, liveProcesses: counts.liveProcesses };
+  }
+
+  /** Deletion cascades in the background, as in a cluster: wait (bounded) for it to settle. */
+  async function settledLeftovers() {
+    const deadline = Date.now() + 10_000;
+    let last = await leftovers();
+    while ((last.scoped.length > 0 || last.liveProcesses > 0) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      last = await leftovers();
+    }
+    return last;
+  }
+
+  it("probes the cluster", async () => {
+    const probe = await worker.call("environmentProbe", { ...base, config: configFor("sandbox-cr") }, { invocation: invocation("inv-probe") });
+    expect(probe).toMatchObject({ ok: true, summary: "Kubernetes cluster reachable. Tenant namespace: paperclip-acme." });
+  });
+
+  it("runs a sandbox-cr lease: acquire, realize, execute with streamed output, release", async () => {
+    const config = configFor("sandbox-cr");
+    const lease = await worker.call("environmentAcquireLease", { ...base, config, runId: "run-1" }, { invocation: invocation("inv-acquire") });
+    expect(lease.providerLeaseId).toMatch(/^pc-/);
+    expect(lease.metadata).toMatchObject({ backend: "sandbox-cr", namespace: "paperclip-acme" });
+
+    const realized = await worker.call(
+      "environmentRealizeWorkspace",
+      { ...base, config, lease, workspace: { remotePath: "/workspace" } },
+      { invocation: invocation("inv-realize") },
+    );
+    expect(realized.cwd).toBe("/workspace");
+
+    const result = await worker.call(
+      "environmentExecute",
+      {
+        ...base,
+        config,
+        lease,
+        command: "sh",
+        args: ["-c", 'echo "hello $WHO"; echo warn >&2; exit 4'],
+        env: { WHO: "cluster" },
+        timeoutMs: 30_000,
+      },
+      { invocation: invocation("inv-execute") },
+    );
+    expect(result).toMatchObject({ exitCode: 4, timedOut: false, stdout: "hello cluster\n", stderr: "warn\n" });
+    const logs = worker.rpc.notifications.filter((n) => n.method === "execute.log" && n.paperclipInvocationId === "inv-execute");
+    expect(logs.filter((l) => l.params.stream === "stdout").map((l) => l.params.chunk).join("")).toBe(result.stdout);
+    expect(logs.filter((l) => l.params.stream === "stderr").map((l) => l.params.chunk).join("")).toBe(result.stderr);
+    expect(worker.rpc.notifications.filter((n) => n.method === "execute.log" && !n.paperclipInvocationId)).toEqual([]);
+
+    const released = await worker.request(
+      "environmentReleaseLease",
+      { ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata },
+      { invocation: invocation("inv-release") },
+    );
+    expect(released.error).toBeUndefined();
+  });
+
+  it("runs a job lease: acquire, execute returns the job's output, destroy", async () => {
+    const config = configFor("job");
+    const lease = await worker.call("environmentAcquireLease", { ...base, config, runId: "run-2" }, { invocation: invocation("inv-acquire-job") });
+    expect(lease.metadata).toMatchObject({ backend: "job" });
+    const result = await worker.call(
+      "environmentExecute",
+      { ...base, config, lease, command: "ignored-by-the-job-backend", timeoutMs: 30_000 },
+      { invocation: invocation("inv-execute-job") },
+    );
+    expect(result).toMatchObject({ exitCode: 0, stdout: "job-output\n" });
+    const destroyed = await worker.request(
+      "environmentDestroyLease",
+      { ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata },
+      { invocation: invocation("inv-destroy-job") },
+    );
+    expect(destroyed.error).toBeUndefined();
+  });
+
+  it("never shows the token, and exits cleanly", async () => {
+    const { exit } = await worker.shutdown();
+    expect(exit).toEqual({ code: 0, signal: null });
+    const otherLines = worker.rpc.lines.filter((line) => !JSON.parse(line).result?.normalizedConfig);
+    expect(otherLines.join("\n")).not.toContain(CANARY_TOKEN);
+    expect(worker.stderr).not.toContain(CANARY_TOKEN);
+    expect(worker.rpc.notifications.filter((n) => n.method === "log").map((n) => n.params.message)).toContain(
+      "Kubernetes sandbox provider plugin ready",
+    );
+    expect(await settledLeftovers()).toEqual({ scoped: [], liveProcesses: 0 });
+  });
+});

@@ -1,0 +1,522 @@
+//! `pods/{name}/exec` over WebSocket, as the API server proxies it from the kubelet:
+//! subprotocols `v5.channel.k8s.io` and `v4.channel.k8s.io`; binary frames whose first byte is
+//! the channel (0 stdin, 1 stdout, 2 stderr, 3 status, 4 resize; v5 adds `[255, 0]` to close
+//! stdin); the status channel carries a `metav1.Status` with the exit code. The command runs
+//! for real in the pod's bubblewrap root.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::ChildStdin;
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+
+use super::faults::FaultAction;
+use super::pods::{ContainerEnv, PodRuntime, effective_argv};
+use super::route::{Query, ResourceRequest};
+use super::state::App;
+use super::status::{KubeError, KubeResult};
+use super::store::{ObjKey, meta_str};
+use crate::sandbox_runner::{ExitInfo, IoMode, Launched, LaunchedIo, PtyMaster};
+
+const STDIN: u8 = 0;
+const STDOUT: u8 = 1;
+const STDERR: u8 = 2;
+const STATUS: u8 = 3;
+const RESIZE: u8 = 4;
+const CLOSE: u8 = 255;
+
+/// A validated exec request, ready to upgrade.
+pub struct ExecPlan {
+    pod: Arc<PodRuntime>,
+    container: ContainerEnv,
+    argv: Vec<String>,
+    stdin: bool,
+    stdout: bool,
+    stderr: bool,
+    tty: bool,
+    protocol: Option<String>,
+}
+
+/// Whether the request asks for a WebSocket upgrade.
+pub fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// Checks the pod, container, command and streams, and negotiates the subprotocol.
+pub fn prepare(
+    app: &App,
+    rr: &ResourceRequest,
+    q: &Query,
+    headers: &HeaderMap,
+) -> KubeResult<ExecPlan> {
+    let rt = app.rt("", "pods");
+    let name = rr.name.clone().unwrap_or_default();
+    let ns = rr.namespace.clone().unwrap_or_default();
+    let pod = app
+        .store
+        .get(&ObjKey::pod(&ns, &name))
+        .ok_or_else(|| KubeError::not_found(rt, &name))?;
+    let argv = q.all("command");
+    if argv.is_empty() {
+        return Err(KubeError::bad_request(
+            "you must specify at least one command for the container",
+        ));
+    }
+    let (stdin, stdout, stderr, tty) = (
+        q.flag("stdin"),
+        q.flag("stdout"),
+        q.flag("stderr"),
+        q.flag("tty"),
+    );
+    if !(stdin || stdout || stderr) {
+        return Err(KubeError::bad_request(
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ));
+    }
+    let names: Vec<String> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let container_name = match q.get("container") {
+        Some(c) if !names.iter().any(|n| n == c) => {
+            return Err(KubeError::bad_request(format!(
+                "container {c} is not valid for pod {name}"
+            )));
+        }
+        Some(c) => c.to_string(),
+        None if names.len() == 1 => names[0].clone(),
+        None => {
+            return Err(KubeError::bad_request(format!(
+                "a container name must be specified for pod {name}, choose one of: [{}]",
+                names.join(" ")
+            )));
+        }
+    };
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("Pending");
+    if phase == "Succeeded" || phase == "Failed" {
+        return Err(KubeError::bad_request(format!(
+            "cannot exec into a container in a completed pod; current phase is {phase}"
+        )));
+    }
+    let uid = meta_str(&pod, "uid").unwrap_or_default();
+    let runtime = app.pod_runtime(uid);
+    let container = runtime
+        .as_ref()
+        .and_then(|r| r.container(Some(&container_name)))
+        .ok_or_else(|| {
+            KubeError::bad_request(format!(
+                "unable to upgrade connection: container not found (\"{container_name}\")"
+            ))
+        })?;
+    let offered: Vec<String> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let served = app.settings().exec_protocols;
+    let protocol = if offered.is_empty() {
+        None
+    } else {
+        match offered.iter().find(|p| served.contains(p)) {
+            Some(p) => Some(p.clone()),
+            None => {
+                return Err(KubeError::bad_request(format!(
+                    "unable to upgrade connection: unable to negotiate protocol: client supports {offered:?}, server supports {served:?}"
+                )));
+            }
+        }
+    };
+    Ok(ExecPlan {
+        pod: runtime.expect("checked"),
+        container,
+        argv,
+        stdin,
+        stdout,
+        stderr: stderr && !tty,
+        tty,
+        protocol,
+    })
+}
+
+/// The 101 response; the session runs once hyper hands over the connection.
+pub fn upgrade(
+    app: Arc<App>,
+    plan: ExecPlan,
+    headers: &HeaderMap,
+    on_upgrade: OnUpgrade,
+    fault: Option<FaultAction>,
+) -> KubeResult<Response<Body>> {
+    let key = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .ok_or_else(|| KubeError::bad_request("missing Sec-WebSocket-Key"))?;
+    let accept = derive_accept_key(key.as_bytes());
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    h.insert(
+        header::SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::from_str(&accept).expect("ascii"),
+    );
+    if let Some(p) = &plan.protocol {
+        h.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_str(p).expect("ascii"),
+        );
+    }
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        session(app, plan, ws, fault).await;
+    });
+    Ok(resp)
+}
+
+/// The exit status the kubelet reports on channel 3.
+pub fn exit_status(argv: &[String], code: i32) -> Value {
+    if code == 0 {
+        return json!({ "metadata": {}, "status": "Success" });
+    }
+    json!({
+        "metadata": {},
+        "status": "Failure",
+        "message": format!(
+            "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
+            argv.join(" ")
+        ),
+        "reason": "NonZeroExitCode",
+        "details": { "causes": [{ "reason": "ExitCode", "message": code.to_string() }] },
+    })
+}
+
+/// What the container runtime says when `argv[0]` cannot be executed.
+fn exec_failure(argv0: &str) -> Value {
+    json!({
+        "metadata": {},
+        "status": "Failure",
+        "message": format!(
+            "Internal error occurred: error executing command in container: failed to exec in container: failed to start exec: OCI runtime exec failed: exec failed: unable to start container process: exec: \"{argv0}\": executable file not found in $PATH: unknown"
+        ),
+        "reason": "InternalError",
+        "details": { "causes": [{ "message": format!("exec: \"{argv0}\": executable file not found in $PATH") }] },
+        "code": 500,
+    })
+}
+
+/// Whether `argv0` names an executable inside the pod (its root, plus the host's system dirs).
+fn resolves(root: &Path, argv0: &str, path_var: &str) -> bool {
+    let exists = |p: &str| {
+        let inside = root.join(p.trim_start_matches('/'));
+        inside.exists() || Path::new(p).exists()
+    };
+    if argv0.contains('/') {
+        return !argv0.starts_with('/') || exists(argv0);
+    }
+    path_var
+        .split(':')
+        .any(|dir| exists(&format!("{dir}/{argv0}")))
+}
+
+type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+fn frame(channel: u8, data: &[u8]) -> Message {
+    let mut v = Vec::with_capacity(data.len() + 1);
+    v.push(channel);
+    v.extend_from_slice(data);
+    Message::Binary(Bytes::from(v))
+}
+
+enum Out {
+    Frame(u8, Bytes),
+}
+
+async fn pump(mut pipe: impl AsyncRead + Unpin, channel: u8, tx: mpsc::Sender<Out>) {
+    let mut buf = vec![0u8; 32 * 1024];
+    while let Ok(n @ 1..) = pipe.read(&mut buf).await {
+        if tx
+            .send(Out::Frame(channel, Bytes::copy_from_slice(&buf[..n])))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+async fn pump_pty(master: Arc<PtyMaster>, tx: mpsc::Sender<Out>) {
+    let mut buf = vec![0u8; 32 * 1024];
+    while let Ok(n @ 1..) = master.read(&mut buf).await {
+        if tx
+            .send(Out::Frame(STDOUT, Bytes::copy_from_slice(&buf[..n])))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Stdin for the command, written by its own task so that a command that does not read
+/// never blocks the session (output keeps flowing, pings keep being answered).
+enum StdinMsg {
+    Data(Bytes),
+    /// v5 CLOSE of the stdin channel: EOF on a pipe, ^D on a terminal.
+    Close,
+}
+
+fn stdin_pipe_writer(mut pipe: ChildStdin) -> mpsc::UnboundedSender<StdinMsg> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(StdinMsg::Data(b)) = rx.recv().await {
+            if pipe.write_all(&b).await.is_err() {
+                // The command stopped reading: later stdin is dropped.
+                return;
+            }
+        }
+    });
+    tx
+}
+
+fn stdin_pty_writer(master: Arc<PtyMaster>) -> mpsc::UnboundedSender<StdinMsg> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            let data = match &msg {
+                StdinMsg::Data(b) => &b[..],
+                StdinMsg::Close => &[4u8][..],
+            };
+            if master.write_all(data).await.is_err() {
+                return;
+            }
+        }
+    });
+    tx
+}
+
+async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultAction>) {
+    let (mut sink, mut stream) = ws.split();
+    let v5 = plan.protocol.as_deref() == Some("v5.channel.k8s.io");
+    let argv = effective_argv(&app, plan.argv.clone());
+    let path_var = plan
+        .container
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let root = plan.pod.root_path().unwrap_or_default();
+    if !resolves(&root, &argv[0], &path_var) {
+        let _ = sink
+            .send(frame(
+                STATUS,
+                exec_failure(&plan.argv[0]).to_string().as_bytes(),
+            ))
+            .await;
+        let _ = sink.send(Message::Close(None)).await;
+        return;
+    }
+    let io = if plan.tty {
+        IoMode::Pty { cols: 80, rows: 24 }
+    } else {
+        IoMode::Pipes { stdin: plan.stdin }
+    };
+    let (launched, guard) = match plan.pod.launch(&app, &plan.container, argv, io) {
+        Ok(l) => l,
+        Err(e) => {
+            let status = json!({ "metadata": {}, "status": "Failure", "reason": "InternalError",
+                "message": format!("failed to start exec: {e}"), "code": 500 });
+            let _ = sink
+                .send(frame(STATUS, status.to_string().as_bytes()))
+                .await;
+            let _ = sink.send(Message::Close(None)).await;
+            return;
+        }
+    };
+    let Launched {
+        tree,
+        io,
+        mut child,
+    } = launched;
+    let (tx, mut rx) = mpsc::channel::<Out>(32);
+    let (stdin_tx, pty) = match io {
+        LaunchedIo::Pipes {
+            stdin,
+            stdout,
+            stderr,
+        } => {
+            let (t1, t2) = (tx.clone(), tx.clone());
+            let (want_out, want_err) = (plan.stdout, plan.stderr);
+            tokio::spawn(async move {
+                tokio::join!(
+                    async {
+                        if want_out {
+                            pump(stdout, STDOUT, t1).await
+                        } else {
+                            pump(stdout, 0xfe, t1).await
+                        }
+                    },
+                    async {
+                        if want_err {
+                            pump(stderr, STDERR, t2).await
+                        } else {
+                            pump(stderr, 0xfe, t2).await
+                        }
+                    },
+                );
+            });
+            (stdin.map(stdin_pipe_writer), None)
+        }
+        LaunchedIo::Pty(master) => {
+            let master = Arc::new(master);
+            tokio::spawn(pump_pty(master.clone(), tx.clone()));
+            (Some(stdin_pty_writer(master.clone())), Some(master))
+        }
+    };
+    let mut stdin_tx = stdin_tx.filter(|_| plan.stdin);
+    // Only the pumps hold senders now: the channel closes when both outputs are drained.
+    drop(tx);
+    // The exit code arrives once the process is reaped.
+    let tree2 = tree.clone();
+    let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel::<i32>();
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        tree2.mark_reaped();
+        drop(guard);
+        let code = match status {
+            Ok(s) => ExitInfo::from_bwrap(s, tree2.delivered()).shell_code(),
+            Err(_) => 137,
+        };
+        let _ = exit_tx.send(code);
+    });
+
+    let mut frames_sent = 0usize;
+    let mut outputs_open = true;
+    let mut exit_code: Option<i32> = None;
+    let cut = match fault {
+        Some(FaultAction::CutExec {
+            after_frames,
+            abort,
+        }) => Some((after_frames, abort)),
+        _ => None,
+    };
+    if let Some((0, abort)) = cut {
+        tree.kill();
+        if !abort {
+            let _ = sink
+                .send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Error,
+                    reason: "emulator fault".into(),
+                })))
+                .await;
+        }
+        return;
+    }
+    loop {
+        if !outputs_open && let Some(code) = exit_code {
+            let status = exit_status(&plan.argv, code);
+            let _ = sink
+                .send(frame(STATUS, status.to_string().as_bytes()))
+                .await;
+            let _ = sink
+                .send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Normal,
+                    reason: "".into(),
+                })))
+                .await;
+            let _ = sink.flush().await;
+            // Let the client see the close before the connection goes.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+                while let Some(Ok(_)) = stream.next().await {}
+            })
+            .await;
+            return;
+        }
+        tokio::select! {
+            out = rx.recv(), if outputs_open => match out {
+                Some(Out::Frame(0xfe, _)) => {}
+                Some(Out::Frame(ch, data)) => {
+                    if sink.send(frame(ch, &data)).await.is_err() {
+                        tree.kill();
+                        return;
+                    }
+                    frames_sent += 1;
+                    if let Some((n, abort)) = cut && frames_sent >= n {
+                        tree.kill();
+                        if !abort {
+                            let _ = sink.send(Message::Close(Some(CloseFrame { code: CloseCode::Error, reason: "emulator fault".into() }))).await;
+                        }
+                        return;
+                    }
+                }
+                None => outputs_open = false,
+            },
+            code = &mut exit_rx, if exit_code.is_none() => {
+                exit_code = Some(code.unwrap_or(137));
+            },
+            msg = stream.next() => match msg {
+                Some(Ok(Message::Binary(data))) if !data.is_empty() => {
+                    match data[0] {
+                        STDIN => {
+                            if let Some(tx) = &stdin_tx {
+                                let _ = tx.send(StdinMsg::Data(data.slice(1..)));
+                            }
+                        }
+                        CLOSE if v5 && data.get(1) == Some(&STDIN) => {
+                            if let Some(tx) = stdin_tx.take() {
+                                let _ = tx.send(StdinMsg::Close);
+                                if pty.is_some() {
+                                    stdin_tx = Some(tx);
+                                }
+                            }
+                        }
+                        RESIZE => {
+                            let size = serde_json::from_slice::<Value>(&data[1..]).ok();
+                            if let (Some(m), Some(size)) = (&pty, size) {
+                                let w = size["Width"].as_u64().unwrap_or(80) as u16;
+                                let h = size["Height"].as_u64().unwrap_or(24) as u16;
+                                let _ = m.resize(w, h);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                    // The client went away before the command ended.
+                    tree.kill();
+                    return;
+                }
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+}

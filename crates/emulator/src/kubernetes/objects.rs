@@ -1,0 +1,559 @@
+//! What the API server does to an object before storing it: defaulting (pod status, Job
+//! selector and labels, Secret `stringData`), validation (422 with field causes) and the
+//! status-subresource rules of updates.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use super::resources::ResourceType;
+use super::state::App;
+use super::status::{FieldError, KubeError, KubeResult};
+use super::store::{ObjKey, meta_str};
+use super::util::{name_suffix, uuid};
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn valid_label_value(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && v.as_bytes()[0].is_ascii_alphanumeric()
+            && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric())
+}
+
+fn valid_label_key(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && valid_label_value(name)
+}
+
+/// Field errors of an object (create and update).
+pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let name = meta_str(obj, "name").unwrap_or_default();
+    let name_ok = match rt.plural {
+        "namespaces" => is_dns_label(name),
+        "jobs" => is_dns_subdomain(name) && name.len() <= 63,
+        "roles" | "rolebindings" => {
+            !name.is_empty() && !name.contains('/') && name != "." && name != ".."
+        }
+        _ => is_dns_subdomain(name),
+    };
+    if !name_ok {
+        let msg = if rt.plural == "namespaces" {
+            LABEL_MSG
+        } else {
+            SUBDOMAIN_MSG
+        };
+        errs.push(FieldError::invalid("metadata.name", json!(name), msg));
+    }
+    if let Some(Value::Object(labels)) = obj.pointer("/metadata/labels") {
+        for (k, v) in labels {
+            let Some(s) = v.as_str() else {
+                errs.push(FieldError::invalid(
+                    format!("metadata.labels[{k}]"),
+                    v.clone(),
+                    "must be a string",
+                ));
+                continue;
+            };
+            if !valid_label_key(k) {
+                errs.push(FieldError::invalid("metadata.labels", json!(k), "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"));
+            }
+            if !valid_label_value(s) {
+                errs.push(FieldError::invalid("metadata.labels", json!(s), "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+            }
+        }
+    }
+    let pod_spec =
+        |spec: Option<&Value>, prefix: &str, errs: &mut Vec<FieldError>, restart: &[&str]| {
+            let Some(spec) = spec else {
+                errs.push(FieldError::required(prefix, ""));
+                return;
+            };
+            match spec.get("containers").and_then(Value::as_array) {
+                Some(cs) if !cs.is_empty() => {
+                    for (i, c) in cs.iter().enumerate() {
+                        if c["name"].as_str().is_none_or(str::is_empty) {
+                            errs.push(FieldError::required(
+                                format!("{prefix}.containers[{i}].name"),
+                                "",
+                            ));
+                        }
+                        if c["image"].as_str().is_none_or(str::is_empty) {
+                            errs.push(FieldError::required(
+                                format!("{prefix}.containers[{i}].image"),
+                                "",
+                            ));
+                        }
+                    }
+                }
+                _ => errs.push(FieldError::required(format!("{prefix}.containers"), "")),
+            }
+            if let Some(p) = spec.get("restartPolicy") {
+                if !restart.iter().any(|r| p == r) {
+                    errs.push(FieldError::not_supported(
+                        format!("{prefix}.restartPolicy"),
+                        p.clone(),
+                        restart,
+                    ));
+                }
+            } else if restart.len() == 2 {
+                errs.push(FieldError::required(
+                    format!("{prefix}.restartPolicy"),
+                    "valid values: \"OnFailure\", \"Never\"",
+                ));
+            }
+            if let Some(d) = spec.get("activeDeadlineSeconds")
+                && d.as_f64().is_none_or(|d| d < 1.0)
+            {
+                errs.push(FieldError::invalid(
+                    format!("{prefix}.activeDeadlineSeconds"),
+                    d.clone(),
+                    "must be between 1 and 2147483647, inclusive",
+                ));
+            }
+        };
+    match (rt.group, rt.plural) {
+        ("", "pods") => pod_spec(
+            obj.get("spec"),
+            "spec",
+            &mut errs,
+            &["Always", "OnFailure", "Never"],
+        ),
+        ("batch", "jobs") => {
+            pod_spec(
+                obj.pointer("/spec/template/spec"),
+                "spec.template.spec",
+                &mut errs,
+                &["OnFailure", "Never"],
+            );
+            if let Some(d) = obj.pointer("/spec/activeDeadlineSeconds")
+                && d.as_f64().is_none_or(|d| d < 1.0)
+            {
+                errs.push(FieldError::invalid(
+                    "spec.activeDeadlineSeconds",
+                    d.clone(),
+                    "must be greater than or equal to 1",
+                ));
+            }
+            if let Some(b) = obj.pointer("/spec/backoffLimit")
+                && b.as_i64().is_none_or(|b| b < 0)
+            {
+                errs.push(FieldError::invalid(
+                    "spec.backoffLimit",
+                    b.clone(),
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        ("agents.x-k8s.io", "sandboxes") => {
+            if obj.pointer("/spec/podTemplate").is_none() {
+                errs.push(FieldError::required("spec.podTemplate", ""));
+            } else {
+                pod_spec(
+                    obj.pointer("/spec/podTemplate/spec"),
+                    "spec.podTemplate.spec",
+                    &mut errs,
+                    &["Always", "OnFailure", "Never"],
+                );
+            }
+        }
+        ("", "secrets") => {
+            if let Some(Value::Object(data)) = obj.get("data") {
+                for (k, v) in data {
+                    let ok = v.as_str().is_some_and(|s| {
+                        base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+                    });
+                    if !ok {
+                        errs.push(FieldError::invalid(
+                            format!("data[{k}]"),
+                            v.clone(),
+                            "must be base64-encoded bytes",
+                        ));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    errs
+}
+
+/// Server-side defaults of a new object (after the uid is known).
+fn default_new(rt: &ResourceType, obj: &mut Value) {
+    let uid = meta_str(obj, "uid").unwrap_or_default().to_string();
+    match (rt.group, rt.plural) {
+        ("", "namespaces") => {
+            obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+            obj["status"] = json!({ "phase": "Active" });
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
+        }
+        ("", "pods") => {
+            default_pod_spec(&mut obj["spec"]);
+            obj["status"] = json!({ "phase": "Pending", "qosClass": qos_class(&obj["spec"]) });
+        }
+        ("", "secrets") => {
+            if let Some(Value::Object(sd)) =
+                obj.as_object_mut().and_then(|m| m.remove("stringData"))
+            {
+                for (k, v) in sd {
+                    let enc = base64::engine::general_purpose::STANDARD
+                        .encode(v.as_str().unwrap_or_default());
+                    obj["data"][k] = json!(enc);
+                }
+            }
+            if obj.get("type").is_none() {
+                obj["type"] = json!("Opaque");
+            }
+        }
+        ("batch", "jobs") => {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            let spec = &mut obj["spec"];
+            for (k, v) in [
+                ("backoffLimit", json!(6)),
+                ("completions", json!(1)),
+                ("parallelism", json!(1)),
+                ("completionMode", json!("NonIndexed")),
+                ("suspend", json!(false)),
+                ("podReplacementPolicy", json!("TerminatingOrFailed")),
+                ("manualSelector", json!(false)),
+            ] {
+                if spec.get(k).is_none() {
+                    spec[k] = v;
+                }
+            }
+            if spec.get("selector").is_none() {
+                spec["selector"] =
+                    json!({ "matchLabels": { "batch.kubernetes.io/controller-uid": uid } });
+            }
+            let labels = &mut spec["template"]["metadata"]["labels"];
+            for (k, v) in [
+                ("batch.kubernetes.io/controller-uid", uid.as_str()),
+                ("batch.kubernetes.io/job-name", name.as_str()),
+                ("controller-uid", uid.as_str()),
+                ("job-name", name.as_str()),
+            ] {
+                labels[k] = json!(v);
+            }
+            default_pod_spec(&mut spec["template"]["spec"]);
+            if obj.pointer("/metadata/labels/job-name").is_none() {
+                obj["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = json!(uid);
+                obj["metadata"]["labels"]["batch.kubernetes.io/job-name"] = json!(name);
+                obj["metadata"]["labels"]["controller-uid"] = json!(uid);
+                obj["metadata"]["labels"]["job-name"] = json!(name);
+            }
+            obj["status"] = json!({});
+        }
+        _ => {
+            if rt.status_subresource
+                && let Some(m) = obj.as_object_mut()
+            {
+                m.remove("status");
+            }
+        }
+    }
+}
+
+fn default_pod_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    for (k, v) in [
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+        ("priority", json!(0)),
+    ] {
+        if spec.get(k).is_none() {
+            spec[k] = v;
+        }
+    }
+    if let Some(Value::Array(cs)) = spec.get_mut("containers") {
+        for c in cs {
+            if c.get("terminationMessagePath").is_none() {
+                c["terminationMessagePath"] = json!("/dev/termination-log");
+            }
+            if c.get("terminationMessagePolicy").is_none() {
+                c["terminationMessagePolicy"] = json!("File");
+            }
+            if c.get("imagePullPolicy").is_none() {
+                let latest = c["image"]
+                    .as_str()
+                    .is_some_and(|i| i.ends_with(":latest") || !i.contains(':'));
+                c["imagePullPolicy"] = json!(if latest { "Always" } else { "IfNotPresent" });
+            }
+            if c.get("resources").is_none() {
+                c["resources"] = json!({});
+            }
+        }
+    }
+}
+
+fn qos_class(spec: &Value) -> &'static str {
+    let cs = spec["containers"].as_array().cloned().unwrap_or_default();
+    let has = |c: &Value, k: &str| c["resources"][k].as_object().is_some_and(|m| !m.is_empty());
+    if cs.iter().all(|c| !has(c, "requests") && !has(c, "limits")) {
+        "BestEffort"
+    } else if cs.iter().all(|c| {
+        has(c, "limits")
+            && (!has(c, "requests") || c["resources"]["requests"] == c["resources"]["limits"])
+    }) {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Creates an object as the API server would (`generateName`, defaults, validation,
+/// namespace checks). `obj` must already be checked for kind and namespace consistency.
+pub fn create(
+    app: &Arc<App>,
+    rt: &ResourceType,
+    version: &str,
+    namespace: Option<&str>,
+    mut obj: Value,
+    dry_run: bool,
+) -> KubeResult<Value> {
+    if !obj.is_object() {
+        return Err(KubeError::bad_request(
+            "the body of the request was in an unknown format",
+        ));
+    }
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    let name = match meta_str(&obj, "name").filter(|n| !n.is_empty()) {
+        Some(n) => n.to_string(),
+        None => match meta_str(&obj, "generateName").filter(|n| !n.is_empty()) {
+            Some(prefix) => format!("{prefix}{}", name_suffix(5)),
+            None => {
+                return Err(KubeError::invalid(
+                    rt,
+                    "",
+                    vec![FieldError::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
+                ));
+            }
+        },
+    };
+    obj["metadata"]["name"] = json!(name);
+    if let Some(ns) = namespace {
+        obj["metadata"]["namespace"] = json!(ns);
+    } else if let Some(m) = obj["metadata"].as_object_mut() {
+        m.remove("namespace");
+    }
+    for server_field in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove(server_field);
+        }
+    }
+    let errs = validate(rt, &obj);
+    if !errs.is_empty() {
+        return Err(KubeError::invalid(rt, &name, errs));
+    }
+    if let Some(ns) = namespace {
+        app.check_namespace_for_create(ns)?;
+    }
+    obj["apiVersion"] = json!(rt.api_version(version));
+    obj["kind"] = json!(rt.kind);
+    obj["metadata"]["uid"] = json!(uuid());
+    default_new(rt, &mut obj);
+    let key = ObjKey::new(rt.group, rt.plural, namespace.unwrap_or(""), &name);
+    if dry_run {
+        if app.store.get(&key).is_some() {
+            return Err(KubeError::already_exists(rt, &name));
+        }
+        obj["metadata"]["creationTimestamp"] = json!(super::util::now());
+        return Ok(obj);
+    }
+    app.store
+        .create(key, obj)
+        .map_err(|()| KubeError::already_exists(rt, &name))
+}
+
+/// Controllers create through here (the preferred version, the same defaults and checks).
+pub fn create_internal(
+    app: &Arc<App>,
+    group: &str,
+    plural: &str,
+    namespace: &str,
+    obj: Value,
+) -> KubeResult<Value> {
+    let rt = app.rt(group, plural).clone();
+    let version = rt.preferred_version().to_string();
+    let ns = rt.namespaced.then_some(namespace);
+    create(app, &rt, &version, ns, obj, false)
+}
+
+/// The object that results from writing `new` over `old` through the main resource or
+/// through `/status`.
+pub fn merge_write(
+    rt: &ResourceType,
+    old: &Value,
+    mut new: Value,
+    status_write: bool,
+) -> KubeResult<Value> {
+    let name = meta_str(old, "name").unwrap_or_default().to_string();
+    if !new.is_object() {
+        return Err(KubeError::bad_request(
+            "the body of the request was in an unknown format",
+        ));
+    }
+    if status_write {
+        let mut out = old.clone();
+        out["status"] = new.get("status").cloned().unwrap_or(Value::Null);
+        if out["status"].is_null()
+            && let Some(m) = out.as_object_mut()
+        {
+            m.remove("status");
+        }
+        return Ok(out);
+    }
+    if rt.status_subresource {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    // Server-owned metadata survives any write.
+    for field in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
+        if let Some(v) = old["metadata"].get(field) {
+            new["metadata"][field] = v.clone();
+        }
+    }
+    match (rt.group, rt.plural) {
+        ("", "pods") => {
+            let strip = |v: &Value| {
+                let mut s = v["spec"].clone();
+                if let Some(Value::Array(cs)) = s.get_mut("containers") {
+                    for c in cs {
+                        c["image"] = Value::Null;
+                    }
+                }
+                if let Some(m) = s.as_object_mut() {
+                    m.remove("activeDeadlineSeconds");
+                    m.remove("tolerations");
+                }
+                s
+            };
+            if strip(old) != strip(&new) {
+                return Err(KubeError::invalid(rt, &name, vec![FieldError {
+                    field: "spec".into(),
+                    reason: "FieldValueForbidden",
+                    detail: "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
+                    value: None,
+                }]));
+            }
+        }
+        ("batch", "jobs") => {
+            for field in ["template", "selector"] {
+                if old["spec"].get(field) != new["spec"].get(field)
+                    && new["spec"].get(field).is_some()
+                {
+                    return Err(KubeError::invalid(
+                        rt,
+                        &name,
+                        vec![FieldError::invalid(
+                            format!("spec.{field}"),
+                            new["spec"][field].clone(),
+                            "field is immutable",
+                        )],
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    let errs = validate(rt, &new);
+    if !errs.is_empty() {
+        return Err(KubeError::invalid(rt, &name, errs));
+    }
+    if rt.plural == "secrets"
+        && let Some(Value::Object(sd)) = new.as_object_mut().and_then(|m| m.remove("stringData"))
+    {
+        for (k, v) in sd {
+            let enc =
+                base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or_default());
+            new["data"][k] = json!(enc);
+        }
+    }
+    Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubernetes::resources::Registry;
+
+    #[test]
+    fn validation_reports_field_causes() {
+        let r = Registry::new(&["v1alpha1".into()]);
+        let pods = r.by_plural("", "pods").unwrap();
+        let errs = validate(
+            pods,
+            &json!({ "metadata": { "name": "Bad_Name" }, "spec": { "containers": [] } }),
+        );
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["metadata.name", "spec.containers"]);
+        let jobs = r.by_plural("batch", "jobs").unwrap();
+        let errs = validate(
+            jobs,
+            &json!({ "metadata": { "name": "j" }, "spec": { "template": { "spec": {
+            "containers": [{ "name": "a", "image": "x" }] } } } }),
+        );
+        assert_eq!(errs[0].field, "spec.template.spec.restartPolicy");
+        let err = KubeError::invalid(jobs, "j", errs);
+        assert_eq!(err.code, 422);
+        assert!(
+            err.message.starts_with(
+                "Job \"j\" is invalid: spec.template.spec.restartPolicy: Required value"
+            )
+        );
+        assert!(
+            validate(
+                pods,
+                &json!({ "metadata": { "name": "ok", "labels": { "a/b": "c d" } },
+            "spec": { "containers": [{ "name": "a", "image": "x" }] } })
+            )
+            .len()
+                == 1
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! Exec over raw WebSockets: v5 and v4 framing, stdin close, status frames, TTY resize, tar
+//! streams, handshake errors and output volume.
+
+use emulator::kubernetes::SettingsPatch;
+use serde_json::json;
+
+use crate::common::{PODS, running_pod, start};
+
+fn exec_path(pod: &str, argv: &[&str], extra: &str) -> String {
+    let cmd: String = argv
+        .iter()
+        .map(|a| {
+            format!(
+                "&command={}",
+                form_urlencoded::byte_serialize(a.as_bytes()).collect::<String>()
+            )
+        })
+        .collect();
+    format!("{PODS}/{pod}/exec?container=agent&stdout=true{cmd}{extra}")
+}
+
+#[tokio::test]
+async fn v5_carries_stdin_close_output_channels_and_the_exit_status() {
+    let (emu, http) = start(|_| {}).await;
+    running_pod(&http, "e1", &["sleep", "600"]).await;
+    let path = exec_path(
+        "e1",
+        &["sh", "-c", "cat; echo to-err >&2; exit 5"],
+        "&stdin=true&stderr=true",
+    );
+    let mut ex = http
+        .exec(&path, "v5.channel.k8s.io, v4.channel.k8s.io")
+        .await
+        .unwrap();
+    assert_eq!(ex.protocol.as_deref(), Some("v5.channel.k8s.io"));
+    ex.send(0, b"hello ").await;
+    ex.send(0, b"world").await;
+    ex.send(255, &[0]).await;
+    let out = ex.collect().await;
+    assert_eq!(out.stdout, b"hello world");
+    assert_eq!(out.stderr, b"to-err\n");
+    assert!(out.closed_cleanly);
+    assert_eq!(
+        out.status.unwrap(),
+        json!({ "metadata": {}, "status": "Failure",
+            "message": "command terminated with non-zero exit code: error executing command [sh -c cat; echo to-err >&2; exit 5], exit code 5",
+            "reason": "NonZeroExitCode",
+            "details": { "causes": [{ "reason": "ExitCode", "message": "5" }] } })
+    );
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn v4_is_negotiated_when_it_is_all_the_server_or_client_speaks() {
+    let (emu, http) = start(|o| o.exec_protocols = vec!["v4.channel.k8s.io".into()]).await;
+    running_pod(&http, "e2", &["sleep", "600"]).await;
+    let mut ex = http
+        .exec(
+            &exec_path("e2", &["echo", "hi"], ""),
+            "v5.channel.k8s.io, v4.channel.k8s.io",
+        )
+        .await
+        .unwrap();
+    assert_eq!(ex.protocol.as_deref(), Some("v4.channel.k8s.io"));
+    let out = ex.collect().await;
+    assert_eq!(out.stdout, b"hi\n");
+    assert_eq!(
+        out.status.unwrap(),
+        json!({ "metadata": {}, "status": "Success" })
+    );
+    // No common protocol: the upgrade is refused.
+    let err = http
+        .exec(&exec_path("e2", &["true"], ""), "v5.channel.k8s.io")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("400"), "{err}");
+    emu.update_settings(SettingsPatch {
+        exec_protocols: Some(vec!["v5.channel.k8s.io".into(), "v4.channel.k8s.io".into()]),
+        ..Default::default()
+    });
+    let mut ex = http
+        .exec(&exec_path("e2", &["true"], ""), "v4.channel.k8s.io")
+        .await
+        .unwrap();
+    assert_eq!(ex.protocol.as_deref(), Some("v4.channel.k8s.io"));
+    assert_eq!(ex.collect().await.status.unwrap()["status"], "Success");
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn tty_sessions_resize_and_echo() {
+    let (emu, http) = start(|_| {}).await;
+    running_pod(&http, "tty", &["sleep", "600"]).await;
+    let path = exec_path(
+        "tty",
+        &[
+            "sh",
+            "-c",
+            "read line; stty size; echo \"got $line\"; exit 2",
+        ],
+        "&stdin=true&tty=true",
+    );
+    let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
+    ex.send(4, br#"{"Width":100,"Height":30}"#).await;
+    ex.send(0, b"ping\n").await;
+    let out = ex.collect().await;
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(text.contains("30 100\n"), "{text:?}");
+    assert!(text.contains("got ping\n"), "{text:?}");
+    assert!(out.stderr.is_empty(), "a TTY has one output stream");
+    assert_eq!(out.status.unwrap()["details"]["causes"][0]["message"], "2");
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn tar_streams_land_in_the_pods_private_root_and_big_outputs_arrive_whole() {
+    let (emu, http) = start(|_| {}).await;
+    running_pod(&http, "files", &["sleep", "600"]).await;
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir(src.path().join("dir")).unwrap();
+    std::fs::write(src.path().join("dir/a.txt"), b"alpha").unwrap();
+    let tar = std::process::Command::new("tar")
+        .args(["-c", "-f", "-", "-C"])
+        .arg(src.path())
+        .arg("dir")
+        .output()
+        .unwrap()
+        .stdout;
+    let script = format!(
+        "mkdir -p /workspace/in && head -c {} | tar -x -f - -C /workspace/in && cat /workspace/in/dir/a.txt",
+        tar.len()
+    );
+    let mut ex = http
+        .exec(
+            &exec_path(
+                "files",
+                &["/bin/sh", "-c", &script],
+                "&stdin=true&stderr=true",
+            ),
+            "v5.channel.k8s.io",
+        )
+        .await
+        .unwrap();
+    for chunk in tar.chunks(4096) {
+        ex.send(0, chunk).await;
+    }
+    // stdin is never closed: `head -c` bounds it, as the provider does.
+    let out = ex.collect().await;
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(out.stdout, b"alpha");
+    assert_eq!(out.status.unwrap()["status"], "Success");
+    let root = emu.pod_root("default", "files").unwrap();
+    assert_eq!(
+        std::fs::read(root.join("workspace/in/dir/a.txt")).unwrap(),
+        b"alpha"
+    );
+    assert!(
+        !std::path::Path::new("/workspace/in/dir/a.txt").exists(),
+        "nothing leaks to the host"
+    );
+
+    // Outbound: a tar of the workspace, 1 MiB of output, both byte-exact.
+    let mut ex = http
+        .exec(
+            &exec_path(
+                "files",
+                &["sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x"],
+                "",
+            ),
+            "v5.channel.k8s.io",
+        )
+        .await
+        .unwrap();
+    let out = ex.collect().await;
+    assert_eq!(out.stdout.len(), 1 << 20);
+    assert!(out.stdout.iter().all(|b| *b == b'x'));
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdin_a_command_never_reads_does_not_stall_its_output() {
+    let (emu, http) = start(|_| {}).await;
+    running_pod(&http, "deaf", &["sleep", "600"]).await;
+    let path = exec_path(
+        "deaf",
+        &["sh", "-c", "head -c 2000000 /dev/zero; echo done >&2"],
+        "&stdin=true&stderr=true",
+    );
+    let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
+    let chunk = vec![b'z'; 64 * 1024];
+    for _ in 0..16 {
+        ex.send(0, &chunk).await;
+    }
+    let out = ex.collect().await;
+    assert_eq!(out.stdout.len(), 2_000_000);
+    assert_eq!(out.stderr, b"done\n");
+    assert_eq!(out.status.unwrap()["status"], "Success");
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn handshake_errors_are_status_responses() {
+    let (emu, http) = start(|_| {}).await;
+    let err = http
+        .exec(&exec_path("ghost", &["true"], ""), "v5.channel.k8s.io")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("404"), "{err}");
+    emu.update_settings(SettingsPatch {
+        pod_ready_delay_ms: Some(60_000),
+        ..Default::default()
+    });
+    http.create(PODS, crate::common::pod("slow", &["sleep", "600"]))
+        .await;
+    let r = http.get(&exec_path("slow", &["true"], "")).await;
+    assert_eq!(r.status, 400, "a plain GET is not an upgrade");
+    let err = http
+        .exec(&exec_path("slow", &["true"], ""), "v5.channel.k8s.io")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("400"), "{err}");
+    let err = http
+        .exec(
+            &format!("{PODS}/slow/exec?stdout=true"),
+            "v5.channel.k8s.io",
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("400"), "{err}");
+    let log = emu.request_log();
+    assert!(
+        log.iter()
+            .any(|r| r.verb.as_deref() == Some("exec") && r.status == Some(404))
+    );
+    emu.shutdown().await;
+}

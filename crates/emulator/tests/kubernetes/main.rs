@@ -1,0 +1,11 @@
+//! Tests of the Kubernetes emulator itself, over raw HTTP and raw WebSockets (so they check
+//! the wire format, not a client's interpretation of it). The kube-rs realism check lives in
+//! `tests/kubernetes_kube_rs.rs`.
+
+mod api;
+mod binary;
+mod common;
+mod controllers;
+mod exec;
+mod faults;
+mod watch;

@@ -1,0 +1,801 @@
+//! The cluster-facing hooks of [`KubernetesProvider`] (spec §11.5–§11.11), 1bbb5810 behaviour:
+//! acquire does not wait for the Sandbox, records no `remoteCwd`, uses Sandbox API `v1alpha1`
+//! and has no partial-failure cleanup wrapper; exec ignores `cwd`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sandbox_core::{HostSink, LogLevel, OutputStream, ProviderError, ProviderResult};
+use serde_json::{Map, Value, json};
+
+use crate::acquire_precheck::{prepare_acquire, tenant_namespace};
+use crate::builders::images::resolve_image;
+use crate::builders::sandbox_cr::{HardStop, SandboxCrManifestInput, build_sandbox_cr_manifest};
+use crate::builders::scoped_egress::{
+    ADAPTER_EGRESS_POLICY_SUFFIX, NETWORK_EGRESS_GRANT_PATH, ScopedEgressPolicyInput,
+    ScopedNetworkEgressGrant, ScopedPolicyBaseRules, append_network_egress_deny_hint,
+    parse_scoped_network_egress_grant,
+};
+use crate::builders::string_map::assign;
+use crate::builders::{
+    ContainerResources, JobManifestInput, LabelsInput, TENANT_SERVICE_ACCOUNT,
+    build_adapter_env_from_process, build_job_manifest, new_run_name, paperclip_labels,
+    run_secret_name,
+};
+use crate::config::{Backend, KubernetesConfig};
+use crate::exec::ExecRequest;
+use crate::exec::command::wrap_command_with_env;
+use crate::exec::upload_interceptor::{UploadDecision, base64_encode, flush_script};
+use crate::orchestrate::{
+    ClusterError, DestroyLease, PerRunSecret, PollOptions, ResumeCheck, ResumeCheckResult,
+    SandboxApiVersion, TenantInput, TenantResourceQuota, WorkloadOrchestrator,
+    check_lease_resumable, create_per_run_secret,
+    create_scoped_network_egress_policy_or_release_workload, destroy_lease_resources,
+    ensure_tenant,
+};
+use crate::provider::{
+    ConfigStage, INVALID_CONFIG_SUMMARY, KubernetesProvider, config_stage_of_destroy,
+    config_stage_of_execute, config_stage_of_release, parse_config_for_hook,
+};
+use crate::runtime::Connection;
+
+type Config = KubernetesConfig;
+
+/// The namespace paperclip-server runs in (callback rules).
+pub const PAPERCLIP_SERVER_NAMESPACE: &str = "paperclip";
+/// Probe summary when the cluster cannot be reached.
+pub const PROBE_FAILED_SUMMARY: &str = "Kubernetes cluster probe failed.";
+/// B7.
+pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
+/// The 1bbb5810 plugin hard-codes the Sandbox API version.
+pub const SANDBOX_API_VERSION: SandboxApiVersion = SandboxApiVersion::V1alpha1;
+/// The exec floor after the readiness wait.
+pub const EXEC_FLOOR_MS: u64 = 5_000;
+/// Readiness and completion poll of execute.
+pub const EXECUTE_POLL_MS: u64 = 2_000;
+
+/// B6.
+pub fn sandbox_not_ready_message(timeout_ms: u64) -> String {
+    format!("Sandbox pod did not become Ready within {timeout_ms}ms")
+}
+
+/// The probe's success summary.
+pub fn probe_ok_summary(namespace: &str) -> String {
+    format!("Kubernetes cluster reachable. Tenant namespace: {namespace}.")
+}
+
+fn wall_now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64)
+}
+
+fn random_below_32() -> u32 {
+    let mut byte = [0u8; 1];
+    getrandom::fill(&mut byte).expect("OS randomness");
+    u32::from(byte[0] & 0x1f)
+}
+
+/// 32 random bytes as 64 lower-case hex characters.
+pub fn generate_bootstrap_token() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("OS randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The lease fields every hook reads the same way (§3.3).
+struct LeaseView<'a> {
+    metadata: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> LeaseView<'a> {
+    fn new(metadata: Option<&'a Value>) -> Self {
+        Self {
+            metadata: metadata.and_then(Value::as_object),
+        }
+    }
+
+    fn string(&self, key: &str) -> Option<&'a str> {
+        self.metadata?.get(key)?.as_str()
+    }
+
+    fn namespace(&self, config: &Config, company_id: Option<&Value>) -> ProviderResult<String> {
+        match self.string("namespace") {
+            Some(ns) => Ok(ns.to_string()),
+            None => tenant_namespace(config, company_id),
+        }
+    }
+
+    /// The backend that created the lease; an unknown string is neither backend in the
+    /// original's comparisons, which all test `=== "sandbox-cr"`, so it acts as the job backend.
+    fn backend(&self, config: &Config) -> (Backend, String) {
+        match self.string("backend") {
+            Some("sandbox-cr") => (Backend::SandboxCr, "sandbox-cr".into()),
+            Some(other) => (Backend::Job, other.to_string()),
+            None => (config.backend, config.backend.as_str().to_string()),
+        }
+    }
+
+    fn secret_name(&self, lease_id: &str) -> String {
+        self.string("secretName")
+            .map_or_else(|| run_secret_name(lease_id), str::to_string)
+    }
+
+    fn grant(&self) -> ScopedNetworkEgressGrant {
+        let network_egress = self
+            .metadata
+            .and_then(|m| m.get("scopedNetworkEgress"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        parse_scoped_network_egress_grant(Some(&json!({"networkEgress": network_egress})))
+    }
+}
+
+/// `${value}` of a JS template literal, for the ids and args the hooks interpolate.
+fn js_string(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".into(),
+        Some(Value::Null) => "null".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => crate::js::js_number_to_string(n.as_f64().unwrap_or(f64::NAN)),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                if v.is_null() {
+                    String::new()
+                } else {
+                    js_string(Some(v))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(Value::Object(_)) => "[object Object]".into(),
+    }
+}
+
+/// V8's TypeError for reading a property of `undefined`/`null`.
+fn property_type_error(receiver: &str, property: &str) -> ProviderError {
+    ProviderError::new(format!(
+        "Cannot read properties of {receiver} (reading '{property}')"
+    ))
+    .with_class(sandbox_core::ErrorClass::TypeError)
+}
+
+fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
+    ProviderError::from(err.into())
+}
+
+impl KubernetesProvider {
+    async fn connect(&self, config: &Config) -> ProviderResult<Connection> {
+        self.connector().connect(config).await.map_err(cluster_err)
+    }
+
+    /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors.
+    pub async fn probe(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        let config = match KubernetesConfig::parse_input(params.get("config")) {
+            Ok(config) => config,
+            Err(issues) => {
+                return Ok(json!({
+                    "ok": false,
+                    "summary": INVALID_CONFIG_SUMMARY,
+                    "metadata": { "errors": issues.messages() },
+                }));
+            }
+        };
+        let namespace = tenant_namespace(&config, params.get("companyId"))?;
+        let reached = async {
+            let connection = self.connect(&config).await?;
+            match connection
+                .api
+                .list_namespaced_pod(json!({"namespace": namespace}))
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(err) if err.is_not_found() => Ok(()),
+                Err(err) => Err(cluster_err(err)),
+            }
+        };
+        Ok(match reached.await {
+            Ok(()) => json!({
+                "ok": true,
+                "summary": probe_ok_summary(&namespace),
+                "metadata": {"namespace": namespace, "provider": "kubernetes"},
+            }),
+            Err(err) => json!({
+                "ok": false,
+                "summary": PROBE_FAILED_SUMMARY,
+                "metadata": {"namespace": namespace, "provider": "kubernetes", "error": err.message},
+            }),
+        })
+    }
+
+    /// `onEnvironmentAcquireLease`.
+    pub async fn acquire(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let plan = prepare_acquire(params, wall_now_ms(), &mut |line| {
+            sink.log(LogLevel::Warn, line)
+        })?;
+        let config = &plan.config;
+        let namespace = plan.namespace.as_str();
+        let connection = self.connect(config).await?;
+        let api = connection.api.as_ref();
+        let company_id = params
+            .get("companyId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let run_id = params
+            .get("runId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+
+        let tenant = TenantInput {
+            namespace: namespace.to_string(),
+            company_id: company_id.to_string(),
+            paperclip_server_namespace: PAPERCLIP_SERVER_NAMESPACE.into(),
+            paperclip_server_pod_selector: Some(config.paperclip_server_pod_selector.clone())
+                .filter(|s| !s.is_empty()),
+            service_account_annotations: config.service_account_annotations.clone(),
+            egress_mode: config.egress_mode,
+            egress_allow_fqdns: Vec::new(),
+            egress_allow_cidrs: Vec::new(),
+            resource_quota: TenantResourceQuota::default(),
+        };
+        ensure_tenant(api, &tenant).await?;
+
+        let job_name = new_run_name(wall_now_ms(), random_below_32);
+        let secret_name = run_secret_name(&job_name);
+        let labels = paperclip_labels(&LabelsInput {
+            run_id: run_id.into(),
+            agent_id: run_id.into(),
+            company_id: company_id.into(),
+            adapter_type: plan.effective_adapter_type.clone(),
+        });
+        let image = resolve_image(
+            None,
+            &plan.adapter_defaults.runtime_image,
+            &config.image_allow_list,
+            config.image_registry.as_deref(),
+        )?;
+        let resources = ContainerResources::from_config(config.default_resources.as_ref());
+        let is_sandbox = config.backend == Backend::SandboxCr;
+        let image_pull_secrets = Some(config.image_pull_secrets.clone());
+        let manifest = if is_sandbox {
+            build_sandbox_cr_manifest(&SandboxCrManifestInput {
+                namespace: namespace.into(),
+                sandbox_name: job_name.clone(),
+                adapter_type: plan.effective_adapter_type.clone(),
+                image,
+                env_secret_name: secret_name.clone(),
+                service_account_name: TENANT_SERVICE_ACCOUNT.into(),
+                labels,
+                resources,
+                runtime_class_name: config.runtime_class_name.clone(),
+                image_pull_secrets,
+                hard_stop: plan.bounded_deadline.as_ref().map(|d| HardStop {
+                    at_epoch_sec: d.hard_stop_at_epoch_sec,
+                    active_deadline_seconds: d.active_deadline_sec,
+                }),
+                api_version: SANDBOX_API_VERSION,
+            })?
+        } else {
+            build_job_manifest(&JobManifestInput {
+                namespace: namespace.into(),
+                job_name: job_name.clone(),
+                adapter_type: plan.effective_adapter_type.clone(),
+                image,
+                env_secret_name: secret_name.clone(),
+                service_account_name: TENANT_SERVICE_ACCOUNT.into(),
+                labels,
+                resources,
+                runtime_class_name: config.runtime_class_name.clone(),
+                active_deadline_sec: config.pod_activity_deadline_sec,
+                ttl_seconds_after_finished: config.job_ttl_seconds_after_finished,
+                image_pull_secrets,
+            })
+        };
+        let orchestrator = WorkloadOrchestrator::for_backend(config.backend, SANDBOX_API_VERSION);
+        let owner_uid = orchestrator.claim(api, namespace, manifest).await?;
+        let (owner_api_version, owner_kind) = if is_sandbox {
+            (SANDBOX_API_VERSION.api_version(), "Sandbox")
+        } else {
+            ("batch/v1", "Job")
+        };
+        let owner_reference = json!({
+            "apiVersion": owner_api_version,
+            "kind": owner_kind,
+            "name": job_name,
+            "uid": owner_uid,
+            "controller": false,
+            "blockOwnerDeletion": false,
+        });
+        let release = || orchestrator.release(api, namespace, &job_name);
+
+        let mut adapter_fqdns: Vec<String> = Vec::new();
+        for fqdn in plan
+            .adapter_defaults
+            .allow_fqdns
+            .iter()
+            .chain(&config.egress_allow_fqdns)
+        {
+            if !adapter_fqdns.contains(fqdn) {
+                adapter_fqdns.push(fqdn.clone());
+            }
+        }
+        let policy_base = ScopedEgressPolicyInput {
+            namespace: namespace.into(),
+            mode: config.egress_mode,
+            run_id: run_id.into(),
+            workload_name: job_name.clone(),
+            owner_reference,
+            grant: ScopedNetworkEgressGrant {
+                allow_fqdns: adapter_fqdns,
+                allow_cidrs: config.egress_allow_cidrs.clone(),
+            },
+            suffix: Some(ADAPTER_EGRESS_POLICY_SUFFIX.into()),
+            base_rules: Some(ScopedPolicyBaseRules {
+                paperclip_server_namespace: PAPERCLIP_SERVER_NAMESPACE.into(),
+                paperclip_server_pod_selector: Some(config.paperclip_server_pod_selector.clone())
+                    .filter(|s| !s.is_empty()),
+            }),
+        };
+        create_scoped_network_egress_policy_or_release_workload(api, &policy_base, release).await?;
+        let scoped_grant =
+            parse_scoped_network_egress_grant(params.get("executionWorkspaceSettings"));
+        let task_policy = ScopedEgressPolicyInput {
+            grant: scoped_grant.clone(),
+            suffix: None,
+            base_rules: None,
+            ..policy_base
+        };
+        let scoped_policy_name =
+            create_scoped_network_egress_policy_or_release_workload(api, &task_policy, release)
+                .await?;
+
+        let mut adapter_env = build_adapter_env_from_process(&plan.adapter_defaults);
+        assign(
+            &mut adapter_env,
+            "PAPERCLIP_NETWORK_EGRESS_POLICY",
+            "kubernetes-default-deny".into(),
+        );
+        assign(
+            &mut adapter_env,
+            "PAPERCLIP_NETWORK_EGRESS_GRANT_PATH",
+            NETWORK_EGRESS_GRANT_PATH.into(),
+        );
+        assign(
+            &mut adapter_env,
+            "PAPERCLIP_NETWORK_EGRESS_ALLOW_FQDNS",
+            scoped_grant.allow_fqdns.join(","),
+        );
+        assign(
+            &mut adapter_env,
+            "PAPERCLIP_NETWORK_EGRESS_ALLOW_CIDRS",
+            scoped_grant.allow_cidrs.join(","),
+        );
+        create_per_run_secret(
+            api,
+            &PerRunSecret {
+                namespace: namespace.into(),
+                secret_name: secret_name.clone(),
+                run_id: run_id.into(),
+                owner_kind: owner_kind.into(),
+                owner_api_version: owner_api_version.into(),
+                owner_name: job_name.clone(),
+                owner_uid,
+                bootstrap_token: generate_bootstrap_token(),
+                adapter_env,
+            },
+        )
+        .await?;
+
+        let pod_name = orchestrator.find_pod(api, namespace, &job_name).await?;
+        let mut metadata = Map::new();
+        metadata.insert("namespace".into(), json!(namespace));
+        metadata.insert("jobName".into(), json!(job_name));
+        metadata.insert("podName".into(), json!(pod_name));
+        metadata.insert("secretName".into(), json!(secret_name));
+        metadata.insert("phase".into(), json!("Pending"));
+        metadata.insert("backend".into(), json!(config.backend.as_str()));
+        metadata.insert("scopedNetworkPolicyName".into(), json!(scoped_policy_name));
+        metadata.insert("scopedNetworkEgress".into(), scoped_grant.to_json());
+        metadata.insert("nativeFileSyncUnsupported".into(), json!(!is_sandbox));
+        let mut result = Map::new();
+        result.insert("providerLeaseId".into(), json!(job_name));
+        if let Some(deadline) = &plan.bounded_deadline {
+            metadata.insert("expiresAt".into(), json!(deadline.expires_at));
+            result.insert("metadata".into(), Value::Object(metadata));
+            result.insert("expiresAt".into(), json!(deadline.expires_at));
+        } else {
+            result.insert("metadata".into(), Value::Object(metadata));
+        }
+        Ok(Value::Object(result))
+    }
+
+    /// `onEnvironmentResumeLease`: never deletes anything.
+    pub async fn resume(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        let config = parse_config_for_hook(params)?;
+        let lease = LeaseView::new(params.get("leaseMetadata"));
+        let namespace = lease.namespace(&config, params.get("companyId"))?;
+        let (backend, backend_name) = lease.backend(&config);
+        let lease_id = params
+            .get("providerLeaseId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let secret_name = lease.secret_name(&lease_id);
+        let connection = self.connect(&config).await?;
+        let check = ResumeCheck {
+            namespace: namespace.clone(),
+            name: lease_id.clone(),
+            backend,
+            ready_wait: ResumeCheck::DEFAULT_READY_WAIT,
+            sandbox_api_version: SANDBOX_API_VERSION,
+        };
+        let result = check_lease_resumable(connection.api.as_ref(), self.clock(), &check).await?;
+        let (pod_name, phase) = match result {
+            ResumeCheckResult::NotResumable { reason } => {
+                return Ok(
+                    json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": reason}}),
+                );
+            }
+            ResumeCheckResult::Resumable { pod_name, phase } => (pod_name, phase),
+        };
+        self.uploads().remove(&lease_id);
+        if backend == Backend::SandboxCr {
+            self.ready().insert(&lease_id);
+        }
+        let mut metadata = Map::new();
+        metadata.insert("namespace".into(), json!(namespace));
+        metadata.insert("jobName".into(), json!(lease_id));
+        metadata.insert("podName".into(), json!(pod_name));
+        metadata.insert("secretName".into(), json!(secret_name));
+        metadata.insert("phase".into(), json!(phase.as_str()));
+        metadata.insert("backend".into(), json!(backend_name));
+        metadata.insert(
+            "scopedNetworkPolicyName".into(),
+            json!(lease.string("scopedNetworkPolicyName")),
+        );
+        metadata.insert("scopedNetworkEgress".into(), lease.grant().to_json());
+        metadata.insert(
+            "nativeFileSyncUnsupported".into(),
+            json!(backend_name != "sandbox-cr"),
+        );
+        if let Some(expires_at) = lease.string("expiresAt").filter(|s| !s.is_empty()) {
+            metadata.insert("expiresAt".into(), json!(expires_at));
+        }
+        metadata.insert("resumedLease".into(), json!(true));
+        Ok(json!({"providerLeaseId": lease_id, "metadata": metadata}))
+    }
+
+    /// `onEnvironmentReleaseLease`: deletes the workload (Foreground, 404 ignored); the pod and
+    /// Secret go by cascade. `None` is the original's `undefined`.
+    pub async fn release(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Option<Value>> {
+        let config = match config_stage_of_release(params)? {
+            ConfigStage::Return(_) => return Ok(None),
+            ConfigStage::Proceed(config) => config,
+        };
+        let lease = LeaseView::new(params.get("leaseMetadata"));
+        let namespace = lease.namespace(&config, params.get("companyId"))?;
+        let connection = self.connect(&config).await?;
+        let (backend, _) = lease.backend(&config);
+        let lease_id = js_string(params.get("providerLeaseId"));
+        self.uploads().remove(&lease_id);
+        self.ready().remove(&lease_id);
+        let orchestrator = WorkloadOrchestrator::for_backend(backend, SANDBOX_API_VERSION);
+        match orchestrator
+            .release(connection.api.as_ref(), &namespace, &lease_id)
+            .await
+        {
+            Ok(()) => Ok(None),
+            Err(err) if err.is_not_found() => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// `onEnvironmentDestroyLease`: deletes the workload, the pod and the Secret.
+    pub async fn destroy(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Option<Value>> {
+        let config = match config_stage_of_destroy(params)? {
+            ConfigStage::Return(_) => return Ok(None),
+            ConfigStage::Proceed(config) => config,
+        };
+        let lease = LeaseView::new(params.get("leaseMetadata"));
+        let namespace = lease.namespace(&config, params.get("companyId"))?;
+        let (backend, _) = lease.backend(&config);
+        let lease_id = js_string(params.get("providerLeaseId"));
+        let secret_name = lease.secret_name(&lease_id);
+        let pod_name = lease
+            .string("podName")
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
+        self.ready().remove(&lease_id);
+        let connection = self.connect(&config).await?;
+        destroy_lease_resources(
+            connection.api.as_ref(),
+            &DestroyLease {
+                namespace,
+                name: lease_id,
+                backend,
+                pod_name,
+                secret_name: Some(secret_name),
+                sandbox_api_version: SANDBOX_API_VERSION,
+            },
+        )
+        .await?;
+        Ok(None)
+    }
+
+    /// `onEnvironmentRealizeWorkspace({workspace})`: no cluster call.
+    pub async fn realize_workspace(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        let workspace = match params.get("workspace") {
+            None => return Err(property_type_error("undefined", "remotePath")),
+            Some(Value::Null) => return Err(property_type_error("null", "remotePath")),
+            Some(workspace) => workspace,
+        };
+        let remote_path = workspace
+            .get("remotePath")
+            .and_then(Value::as_str)
+            .map(sandbox_core::json::js_trim)
+            .filter(|p| !p.is_empty());
+        let cwd = remote_path.unwrap_or("/workspace");
+        Ok(json!({"cwd": cwd, "metadata": {"provider": "kubernetes", "remoteCwd": cwd}}))
+    }
+
+    /// `onEnvironmentShutdown`: forgets the worker's in-memory state.
+    pub async fn shutdown(&self, _params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        self.ready().clear();
+        self.uploads().clear();
+        Ok(Value::Null)
+    }
+
+    /// `onEnvironmentExecute`. Output is streamed to `sink.execution_log` as it arrives; the
+    /// streamed text equals the returned stdout/stderr (before the egress hint is appended).
+    pub async fn execute(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let config = match config_stage_of_execute(params)? {
+            ConfigStage::Return(result) => return Ok(result),
+            ConfigStage::Proceed(config) => config,
+        };
+        let lease_value = params.get("lease");
+        let lease = LeaseView::new(lease_value.and_then(|l| l.get("metadata")));
+        let lease_id = js_string(lease_value.and_then(|l| l.get("providerLeaseId")));
+        let grant = lease.grant();
+        let namespace = lease.namespace(&config, params.get("companyId"))?;
+        let (backend, _) = lease.backend(&config);
+        let connection = self.connect(&config).await?;
+        let effective_timeout_ms = match params.get("timeoutMs").and_then(Value::as_f64) {
+            Some(ms) if ms > 0.0 => ms.ceil() as u64,
+            _ => (config.pod_activity_deadline_sec * 1000.0) as u64,
+        };
+        if backend == Backend::Job {
+            return self
+                .execute_job(
+                    &connection,
+                    &lease,
+                    &lease_id,
+                    &namespace,
+                    &grant,
+                    effective_timeout_ms,
+                    sink,
+                )
+                .await;
+        }
+
+        let api = connection.api.as_ref();
+        let orchestrator = WorkloadOrchestrator::SandboxCr(SANDBOX_API_VERSION);
+        let started = self.clock().now_ms();
+        let base_metadata = json!({
+            "provider": "kubernetes", "backend": "sandbox-cr",
+            "namespace": namespace, "sandboxName": lease_id,
+        });
+        if !self.ready().contains(&lease_id) {
+            let options = PollOptions {
+                timeout_ms: effective_timeout_ms,
+                poll_ms: EXECUTE_POLL_MS,
+            };
+            match orchestrator
+                .wait_for_completion(api, self.clock(), &namespace, &lease_id, options)
+                .await
+            {
+                Ok(_) => self.ready().insert(&lease_id),
+                Err(ClusterError::SandboxReadyTimeout { .. }) => {
+                    return Ok(json!({
+                        "exitCode": null, "timedOut": true, "stdout": "",
+                        "stderr": sandbox_not_ready_message(effective_timeout_ms),
+                        "metadata": base_metadata,
+                    }));
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        let mut pod_name = lease
+            .metadata
+            .and_then(|m| m.get("podName"))
+            .filter(|p| crate::js::js_truthy(Some(p)))
+            .map(|p| js_string(Some(p)));
+        if pod_name.is_none() {
+            pod_name = orchestrator.find_pod(api, &namespace, &lease_id).await?;
+        }
+        let Some(pod_name) = pod_name.filter(|p| !p.is_empty()) else {
+            return Ok(json!({
+                "exitCode": 1, "timedOut": false, "stdout": "",
+                "stderr": SANDBOX_POD_UNRESOLVED, "metadata": base_metadata,
+            }));
+        };
+        let mut metadata = base_metadata;
+        metadata["podName"] = json!(pod_name);
+
+        let command = params
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| sandbox_core::json::js_trim(c).to_string())
+            .unwrap_or_default();
+        let args: Vec<String> = params
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|v| js_string(Some(v))).collect())
+            .unwrap_or_default();
+        let raw_args = params.get("args").and_then(Value::as_array);
+        let shell_script = match raw_args.map(Vec::as_slice) {
+            Some([flag, Value::String(script), ..]) if command == "sh" && flag == "-c" => {
+                Some(script.as_str())
+            }
+            _ => None,
+        };
+        if let Some(script) = shell_script {
+            match self.uploads().decide(&lease_id, script) {
+                UploadDecision::Ack { .. } => {
+                    metadata["fastUpload"] = json!("ack");
+                    return Ok(json!({
+                        "exitCode": 0, "timedOut": false, "stdout": "", "stderr": "",
+                        "metadata": metadata,
+                    }));
+                }
+                UploadDecision::Flush {
+                    target_path,
+                    payload,
+                } => {
+                    metadata["fastUpload"] = json!("flush");
+                    let body = base64_encode(&payload);
+                    let script = flush_script(&target_path, body.len());
+                    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
+                    let mut request = ExecRequest::new(&namespace, &pod_name, argv);
+                    request.stdin = body.into_bytes();
+                    let elapsed = self.clock().now_ms().saturating_sub(started);
+                    request.timeout_ms = effective_timeout_ms
+                        .saturating_sub(elapsed)
+                        .max(EXEC_FLOOR_MS);
+                    return Ok(match connection.exec.exec(request, None).await {
+                        Ok(output) => {
+                            metadata["uploadedBytes"] = json!(payload.len());
+                            json!({
+                                "exitCode": output.exit_code, "timedOut": false,
+                                "stdout": output.stdout, "stderr": output.stderr,
+                                "metadata": metadata,
+                            })
+                        }
+                        Err(err) => json!({
+                            "exitCode": null, "timedOut": true, "stdout": "",
+                            "stderr": format!("fast-upload flush failed: {err}"),
+                            "metadata": metadata,
+                        }),
+                    });
+                }
+                // 1bbb5810 does not branch on an over-cap `error`: the chunk command runs in
+                // the pod like any other.
+                UploadDecision::Error { .. } | UploadDecision::Passthrough { .. } => {}
+            }
+        }
+        let base_argv: Vec<String> = match (command.is_empty(), args.is_empty()) {
+            (false, false) => std::iter::once(command).chain(args).collect(),
+            (false, true) => vec!["/bin/sh".into(), "-lc".into(), command],
+            (true, _) => vec!["/bin/sh".into(), "-l".into()],
+        };
+        let argv = wrap_command_with_env(&base_argv, params.get("env"));
+        let elapsed = self.clock().now_ms().saturating_sub(started);
+        let remaining = effective_timeout_ms
+            .saturating_sub(elapsed)
+            .max(EXEC_FLOOR_MS);
+        let mut request = ExecRequest::new(&namespace, &pod_name, argv);
+        request.stdin = params
+            .get("stdin")
+            .and_then(Value::as_str)
+            .map(|s| s.as_bytes().to_vec())
+            .unwrap_or_default();
+        request.timeout_ms = remaining;
+
+        let (tap, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+        let run = connection.exec.exec(request, Some(tap));
+        let forward = async {
+            while let Some((stream, chunk)) = chunks.recv().await {
+                sink.execution_log(stream, chunk).await;
+            }
+        };
+        let (outcome, ()) = tokio::join!(run, forward);
+        Ok(match outcome {
+            Ok(output) => {
+                let stderr = append_network_egress_deny_hint(&output.stderr, &grant);
+                // The hint is part of the result's stderr: stream it too, so the streamed
+                // text stays the returned text.
+                if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
+                    && !hint.is_empty()
+                {
+                    sink.execution_log(OutputStream::Stderr, hint.to_string())
+                        .await;
+                }
+                json!({
+                    "exitCode": output.exit_code, "timedOut": false, "stdout": output.stdout,
+                    "stderr": stderr, "metadata": metadata,
+                })
+            }
+            Err(err) => json!({
+                "exitCode": null, "timedOut": true, "stdout": "",
+                "stderr": append_network_egress_deny_hint(&err.to_string(), &grant),
+                "metadata": metadata,
+            }),
+        })
+    }
+
+    /// The job backend's execute: waits for the Job and reports its whole log as stdout.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute_job(
+        &self,
+        connection: &Connection,
+        lease: &LeaseView<'_>,
+        lease_id: &str,
+        namespace: &str,
+        grant: &ScopedNetworkEgressGrant,
+        effective_timeout_ms: u64,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        let api = connection.api.as_ref();
+        let orchestrator = WorkloadOrchestrator::Job;
+        let options = PollOptions {
+            timeout_ms: effective_timeout_ms,
+            poll_ms: EXECUTE_POLL_MS,
+        };
+        let status = match orchestrator
+            .wait_for_completion(api, self.clock(), namespace, lease_id, options)
+            .await
+        {
+            Ok(status) => Some(status),
+            Err(ClusterError::JobTimeout { .. }) => None,
+            Err(err) => return Err(err.into()),
+        };
+        let pod_name = match lease.metadata.and_then(|m| m.get("podName")) {
+            Some(Value::String(name)) => Some(name.clone()),
+            _ => orchestrator.find_pod(api, namespace, lease_id).await?,
+        };
+        let mut stdout = String::new();
+        if let Some(pod) = pod_name.as_deref().filter(|p| !p.is_empty())
+            && let Some(log) = orchestrator.read_logs(api, namespace, pod).await?
+        {
+            sink.execution_log(OutputStream::Stdout, log.clone()).await;
+            stdout = log;
+        }
+        let timed_out = status.is_none();
+        let phase = status.as_ref().map(|s| s.phase.as_str());
+        let exit_code = match &status {
+            None => Value::Null,
+            Some(s) if s.phase.as_str() == "Succeeded" => json!(0),
+            Some(_) => json!(1),
+        };
+        Ok(json!({
+            "exitCode": exit_code, "timedOut": timed_out, "stdout": stdout,
+            "stderr": append_network_egress_deny_hint("", grant),
+            "metadata": {
+                "provider": "kubernetes", "backend": "job", "namespace": namespace,
+                "jobName": lease_id, "podName": pod_name, "phase": phase,
+            },
+        }))
+    }
+}

@@ -1,0 +1,407 @@
+//! [`KubeCluster`]: every [`ApiMethod`] as a kube-rs request.
+//!
+//! Requests are built with kube-rs's own URL builder (`kube::core::Request`, what `Api<K>`
+//! uses) so bodies go to the server exactly as the builders made them (key presence matters),
+//! and responses come back as plain JSON.
+
+use kube::api::LogParams;
+use kube::core::params::{DeleteParams, GetParams, ListParams, PostParams, PropagationPolicy};
+use kube::core::{Request, Status};
+use sandbox_core::BoxFuture;
+use serde_json::Value;
+
+use super::credentials::{KubeClientHandle, Redactor};
+use crate::cluster::{ApiError, ApiMethod, ApiResult, ClusterApi};
+
+/// A Kubernetes API server reached through kube-rs.
+#[derive(Clone, Debug)]
+pub struct KubeCluster {
+    handle: KubeClientHandle,
+}
+
+impl KubeCluster {
+    pub fn new(handle: KubeClientHandle) -> Self {
+        Self { handle }
+    }
+
+    pub fn client(&self) -> &kube::Client {
+        &self.handle.client
+    }
+
+    /// `apiServerUrl(kc)`.
+    pub fn server_url(&self) -> &str {
+        &self.handle.server_url
+    }
+
+    pub fn redactor(&self) -> &Redactor {
+        &self.handle.redactor
+    }
+
+    async fn perform(&self, method: ApiMethod, request: Value) -> ApiResult {
+        let client = &self.handle.client;
+        let redactor = &self.handle.redactor;
+        let fail = |err: kube::Error| api_error_from_kube(err, redactor);
+        let http_request = match method {
+            ApiMethod::GetApiVersions => {
+                let groups = client.list_api_groups().await.map_err(fail)?;
+                return serde_json::to_value(groups)
+                    .map_err(|e| ApiError::transport(e.to_string()));
+            }
+            ApiMethod::ReadNamespacedPodLog => {
+                let req = Request::new(core_path(&request, "pods")?)
+                    .logs(field(&request, "name")?, &LogParams::default())
+                    .map_err(build_error)?;
+                let text = client.request_text(req).await.map_err(fail)?;
+                return Ok(Value::String(text));
+            }
+            _ => build_request(method, &request)?,
+        };
+        client.request::<Value>(http_request).await.map_err(fail)
+    }
+}
+
+impl ClusterApi for KubeCluster {
+    fn call(&self, method: ApiMethod, request: Value) -> BoxFuture<'_, ApiResult> {
+        Box::pin(self.perform(method, request))
+    }
+}
+
+/// The HTTP request of one JSON-shaped call (all methods but logs and discovery).
+fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec<u8>>, ApiError> {
+    use ApiMethod::*;
+    let get = |path: String| {
+        Request::new(path)
+            .get(field(request, "name")?, &GetParams::default())
+            .map_err(build_error)
+    };
+    let create = |path: String| {
+        let body = request.get("body").cloned().unwrap_or(Value::Null);
+        let bytes = serde_json::to_vec(&body).map_err(|e| ApiError::transport(e.to_string()))?;
+        Request::new(path)
+            .create(&PostParams::default(), bytes)
+            .map_err(build_error)
+    };
+    let delete = |path: String| {
+        let params = DeleteParams {
+            propagation_policy: propagation_policy(request.get("propagationPolicy")),
+            ..DeleteParams::default()
+        };
+        Request::new(path)
+            .delete(field(request, "name")?, &params)
+            .map_err(build_error)
+    };
+    let rbac = |plural: &str| -> Result<String, ApiError> {
+        Ok(format!(
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/{plural}",
+            field(request, "namespace")?
+        ))
+    };
+    match method {
+        ReadNamespace => get("/api/v1/namespaces".into()),
+        CreateNamespace => create("/api/v1/namespaces".into()),
+        ReadNamespacedServiceAccount => get(core_path(request, "serviceaccounts")?),
+        CreateNamespacedServiceAccount => create(core_path(request, "serviceaccounts")?),
+        ReadNamespacedResourceQuota => get(core_path(request, "resourcequotas")?),
+        CreateNamespacedResourceQuota => create(core_path(request, "resourcequotas")?),
+        ReadNamespacedLimitRange => get(core_path(request, "limitranges")?),
+        CreateNamespacedLimitRange => create(core_path(request, "limitranges")?),
+        CreateNamespacedSecret => create(core_path(request, "secrets")?),
+        DeleteNamespacedSecret => delete(core_path(request, "secrets")?),
+        ReadNamespacedPod => get(core_path(request, "pods")?),
+        DeleteNamespacedPod => delete(core_path(request, "pods")?),
+        ListNamespacedPod => {
+            let mut params = ListParams::default();
+            if let Some(selector) = request.get("labelSelector").and_then(Value::as_str) {
+                params = params.labels(selector);
+            }
+            Request::new(core_path(request, "pods")?)
+                .list(&params)
+                .map_err(build_error)
+        }
+        CreateNamespacedJob => create(batch_path(request)?),
+        ReadNamespacedJobStatus => Request::new(batch_path(request)?)
+            .get_subresource("status", field(request, "name")?)
+            .map_err(build_error),
+        DeleteNamespacedJob => delete(batch_path(request)?),
+        CreateNamespacedCustomObject => create(custom_path(request)?),
+        GetNamespacedCustomObject => get(custom_path(request)?),
+        DeleteNamespacedCustomObject => delete(custom_path(request)?),
+        ReadNamespacedNetworkPolicy => get(networking_path(request)?),
+        CreateNamespacedNetworkPolicy => create(networking_path(request)?),
+        ReadNamespacedRole => get(rbac("roles")?),
+        CreateNamespacedRole => create(rbac("roles")?),
+        ReadNamespacedRoleBinding => get(rbac("rolebindings")?),
+        CreateNamespacedRoleBinding => create(rbac("rolebindings")?),
+        ReadNamespacedPodLog | GetApiVersions => unreachable!("handled in KubeCluster::perform"),
+    }
+}
+
+fn field<'a>(request: &'a Value, key: &str) -> Result<&'a str, ApiError> {
+    request.get(key).and_then(Value::as_str).ok_or_else(|| {
+        ApiError::transport(format!("Required parameter {key} was null or undefined"))
+    })
+}
+
+fn core_path(request: &Value, plural: &str) -> Result<String, ApiError> {
+    Ok(format!(
+        "/api/v1/namespaces/{}/{plural}",
+        field(request, "namespace")?
+    ))
+}
+
+fn batch_path(request: &Value) -> Result<String, ApiError> {
+    Ok(format!(
+        "/apis/batch/v1/namespaces/{}/jobs",
+        field(request, "namespace")?
+    ))
+}
+
+fn networking_path(request: &Value) -> Result<String, ApiError> {
+    Ok(format!(
+        "/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies",
+        field(request, "namespace")?
+    ))
+}
+
+fn custom_path(request: &Value) -> Result<String, ApiError> {
+    Ok(format!(
+        "/apis/{}/{}/namespaces/{}/{}",
+        field(request, "group")?,
+        field(request, "version")?,
+        field(request, "namespace")?,
+        field(request, "plural")?
+    ))
+}
+
+fn propagation_policy(value: Option<&Value>) -> Option<PropagationPolicy> {
+    match value.and_then(Value::as_str)? {
+        "Foreground" => Some(PropagationPolicy::Foreground),
+        "Background" => Some(PropagationPolicy::Background),
+        "Orphan" => Some(PropagationPolicy::Orphan),
+        _ => None,
+    }
+}
+
+fn build_error(err: kube::core::request::Error) -> ApiError {
+    ApiError::transport(err.to_string())
+}
+
+/// A kube-rs error as the hooks see it: an API `Status` keeps its HTTP code and its message
+/// (never kube's Debug/Display dump); anything else has no HTTP status and a scrubbed message.
+pub fn api_error_from_kube(err: kube::Error, redactor: &Redactor) -> ApiError {
+    match err {
+        kube::Error::Api(status) => api_error_from_status(*status),
+        other => ApiError::transport(redactor.redact(&transport_message(&other))),
+    }
+}
+
+fn api_error_from_status(status: Status) -> ApiError {
+    let code = status.code;
+    let message = if !status.message.is_empty() {
+        status.message.clone()
+    } else if !status.reason.is_empty() {
+        status.reason.clone()
+    } else {
+        http::StatusCode::from_u16(code)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Unknown API Status Code!")
+            .to_string()
+    };
+    let body = serde_json::to_value(&status).unwrap_or(Value::Null);
+    ApiError::new(code, message).with_status(body)
+}
+
+/// The error chain, joined: kube's top-level Display is often only "ServiceError: client
+/// error (Connect)", the cause (connection refused, certificate) is in the sources.
+fn transport_message(err: &kube::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Response, StatusCode};
+    use http_body_util::BodyExt;
+    use serde_json::json;
+    use std::sync::{Arc, Mutex};
+
+    type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+
+    /// A canned API server: answers each request with `reply(method, uri)` and records the
+    /// requests (method, path+query, JSON body).
+    fn canned<F>(reply: F) -> (KubeCluster, Seen)
+    where
+        F: Fn(&str, &str) -> (u16, Value) + Send + Sync + Clone + 'static,
+    {
+        let seen: Seen = Arc::default();
+        let log = seen.clone();
+        let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let reply = reply.clone();
+            let log = log.clone();
+            async move {
+                let method = req.method().to_string();
+                let uri = req.uri().to_string();
+                let bytes = req.into_body().collect().await.unwrap().to_bytes();
+                let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                log.lock()
+                    .unwrap()
+                    .push((method.clone(), uri.clone(), body));
+                let (code, answer) = reply(&method, &uri);
+                let text = match answer {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                Ok::<_, std::convert::Infallible>(
+                    Response::builder()
+                        .status(StatusCode::from_u16(code).unwrap())
+                        .body(kube::client::Body::from(text.into_bytes()))
+                        .unwrap(),
+                )
+            }
+        });
+        let client = kube::Client::new(service, "default");
+        let handle = KubeClientHandle {
+            client,
+            server_url: "https://canned".into(),
+            redactor: Redactor::default(),
+        };
+        (KubeCluster::new(handle), seen)
+    }
+
+    fn status(code: u16, reason: &str, message: &str) -> Value {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code})
+    }
+
+    #[tokio::test]
+    async fn status_errors_keep_code_and_message() {
+        for (code, reason, message) in [
+            (404, "NotFound", "pods \"pc-x\" not found"),
+            (
+                409,
+                "AlreadyExists",
+                "namespaces \"paperclip-acme\" already exists",
+            ),
+            (
+                422,
+                "Invalid",
+                "Job.batch \"pc-x\" is invalid: spec.template: Required value",
+            ),
+            (
+                403,
+                "Forbidden",
+                "secrets is forbidden: User \"u\" cannot create resource",
+            ),
+        ] {
+            let answer = status(code, reason, message);
+            let (cluster, _) = canned(move |_, _| (code, answer.clone()));
+            let err = cluster
+                .read_namespaced_pod(json!({"namespace": "ns", "name": "pc-x"}))
+                .await
+                .unwrap_err();
+            assert_eq!(err.code, code);
+            assert_eq!(err.message, message);
+            assert_eq!(err.status.as_ref().unwrap()["reason"], reason);
+            assert!(!err.message.contains("ApiError"));
+        }
+    }
+
+    #[tokio::test]
+    async fn non_status_error_bodies_keep_the_http_code() {
+        let (cluster, _) = canned(|_, _| (503, json!("upstream unavailable")));
+        let err = cluster
+            .read_namespace(json!({"name": "x"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, 503);
+        assert_eq!(err.message, "upstream unavailable");
+        let (cluster, _) = canned(|_, _| (500, json!("")));
+        let err = cluster
+            .read_namespace(json!({"name": "x"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (500, "Failed to parse error data")
+        );
+    }
+
+    #[tokio::test]
+    async fn paths_verbs_and_bodies() {
+        let (cluster, seen) = canned(|method, _| match method {
+            "DELETE" => (200, json!({"kind": "Status", "status": "Success"})),
+            _ => (200, json!({"metadata": {"uid": "u-1"}})),
+        });
+        let body = json!({"apiVersion": "agents.x-k8s.io/v1alpha1", "kind": "Sandbox", "metadata": {"name": "pc-1"}});
+        let created = cluster
+            .create_namespaced_custom_object(
+                json!({"group": "agents.x-k8s.io", "version": "v1alpha1",
+                "namespace": "ns", "plural": "sandboxes", "body": body}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(created["metadata"]["uid"], "u-1");
+        cluster
+            .delete_namespaced_job(
+                json!({"namespace": "ns", "name": "pc-1", "propagationPolicy": "Foreground"}),
+            )
+            .await
+            .unwrap();
+        cluster
+            .list_namespaced_pod(json!({"namespace": "ns", "labelSelector": "job-name=pc-1"}))
+            .await
+            .unwrap();
+        cluster
+            .read_namespaced_job_status(json!({"namespace": "ns", "name": "pc-1"}))
+            .await
+            .unwrap();
+        cluster
+            .read_namespaced_role_binding(json!({"namespace": "ns", "name": "paperclip-tenant-rb"}))
+            .await
+            .unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].0, "POST");
+        assert_eq!(
+            seen[0].1,
+            "/apis/agents.x-k8s.io/v1alpha1/namespaces/ns/sandboxes?"
+        );
+        assert_eq!(seen[0].2, body);
+        assert_eq!(seen[1].0, "DELETE");
+        assert_eq!(seen[1].1, "/apis/batch/v1/namespaces/ns/jobs/pc-1?");
+        assert_eq!(seen[1].2["propagationPolicy"], "Foreground");
+        assert_eq!(
+            seen[2].1,
+            "/api/v1/namespaces/ns/pods?&labelSelector=job-name%3Dpc-1"
+        );
+        assert_eq!(seen[3].1, "/apis/batch/v1/namespaces/ns/jobs/pc-1/status");
+        assert_eq!(
+            seen[4].1,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings/paperclip-tenant-rb"
+        );
+    }
+
+    #[tokio::test]
+    async fn pod_log_is_a_string() {
+        let (cluster, seen) = canned(|_, _| (200, json!("line 1\n{\"not\": \"json\"}\n")));
+        let log = cluster
+            .read_namespaced_pod_log(json!({"namespace": "ns", "name": "pod-a"}))
+            .await
+            .unwrap();
+        assert_eq!(log, json!("line 1\n{\"not\": \"json\"}\n"));
+        assert_eq!(
+            seen.lock().unwrap()[0].1,
+            "/api/v1/namespaces/ns/pods/pod-a/log?"
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! `createKubeConfig` (spec §3.4) and the per-credential client cache.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use sha2::{Digest, Sha256};
+
+use crate::cluster::ApiError;
+use crate::config::KubernetesConfig;
+
+/// A8: neither `inCluster` nor a non-blank kubeconfig.
+pub const CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS: &str =
+    "createKubeConfig requires either inCluster=true or a kubeconfig string";
+
+/// Where a client's credentials come from. `inCluster` wins over a kubeconfig.
+#[derive(Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    InCluster,
+    Kubeconfig(String),
+}
+
+impl std::fmt::Debug for CredentialSource {
+    /// Never prints the kubeconfig.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CredentialSource::InCluster => f.write_str("InCluster"),
+            CredentialSource::Kubeconfig(_) => f.write_str("Kubeconfig(<redacted>)"),
+        }
+    }
+}
+
+impl CredentialSource {
+    /// `createKubeConfig({inCluster, kubeconfig})`'s choice, or A8.
+    pub fn from_config(config: &KubernetesConfig) -> Result<Self, ApiError> {
+        if config.in_cluster {
+            return Ok(CredentialSource::InCluster);
+        }
+        match config.kubeconfig.as_deref() {
+            Some(text) if !text.trim().is_empty() => Ok(CredentialSource::Kubeconfig(text.into())),
+            _ => Err(ApiError::transport(CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS)),
+        }
+    }
+
+    /// The cache key: a SHA-256 over the source kind and the exact kubeconfig text.
+    fn cache_key(&self) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        match self {
+            CredentialSource::InCluster => hasher.update(b"in-cluster\0"),
+            CredentialSource::Kubeconfig(text) => {
+                hasher.update(b"kubeconfig\0");
+                hasher.update(text.as_bytes());
+            }
+        }
+        hasher.finalize().into()
+    }
+
+    /// Scrubs this source's secrets out of client-side error text.
+    pub fn redactor(&self) -> Redactor {
+        match self {
+            CredentialSource::InCluster => Redactor::default(),
+            CredentialSource::Kubeconfig(text) => Redactor::for_kubeconfig(text),
+        }
+    }
+}
+
+/// Removes credential material from a message: every token of the kubeconfig text that could
+/// be a secret (long enough to be one) is replaced by `[REDACTED]`.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Redactor({} secrets)", self.secrets.len())
+    }
+}
+
+impl Redactor {
+    const MIN_SECRET_LEN: usize = 8;
+
+    fn for_kubeconfig(text: &str) -> Self {
+        let is_separator = |c: char| {
+            c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '{' | '}' | '[' | ']' | '#')
+        };
+        let mut secrets: Vec<String> = text
+            .split(is_separator)
+            .flat_map(|word| {
+                // `key: value` lines: the value alone is the secret, but keep the whole word too.
+                let value = word.rsplit(':').next().unwrap_or(word);
+                [word.to_string(), value.to_string()]
+            })
+            .filter(|s| s.len() >= Self::MIN_SECRET_LEN && !is_url_like(s))
+            .collect();
+        // Longest first, so a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Self { secrets }
+    }
+
+    /// `message` with every known secret replaced.
+    pub fn redact(&self, message: &str) -> String {
+        let mut out = message.to_string();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "[REDACTED]");
+            }
+        }
+        out
+    }
+}
+
+/// Server URLs are not secrets and appear in useful messages (connection refused).
+fn is_url_like(word: &str) -> bool {
+    word.starts_with("https://") || word.starts_with("http://") || word.starts_with("//")
+}
+
+/// A ready client and what is needed to report about it.
+#[derive(Clone)]
+pub struct KubeClientHandle {
+    pub client: kube::Client,
+    /// `apiServerUrl(kc)`: the cluster URL, or `in-cluster` when it is empty.
+    pub server_url: String,
+    pub redactor: Redactor,
+}
+
+impl std::fmt::Debug for KubeClientHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeClientHandle")
+            .field("server_url", &self.server_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Clients by credential source (hash of the exact source). A failed construction is not
+/// cached, so a fixed kubeconfig or a recovered in-cluster mount is picked up on the next call.
+#[derive(Default)]
+pub struct ClientCache {
+    clients: Mutex<HashMap<[u8; 32], KubeClientHandle>>,
+}
+
+impl ClientCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The worker's cache.
+    pub fn global() -> &'static ClientCache {
+        static CACHE: OnceLock<ClientCache> = OnceLock::new();
+        CACHE.get_or_init(ClientCache::new)
+    }
+
+    /// The client for `config`'s credentials, built on first use.
+    pub async fn client_for(
+        &self,
+        config: &KubernetesConfig,
+    ) -> Result<KubeClientHandle, ApiError> {
+        let source = CredentialSource::from_config(config)?;
+        let key = source.cache_key();
+        if let Some(handle) = self.lock().get(&key) {
+            return Ok(handle.clone());
+        }
+        let handle = build_client(&source).await?;
+        Ok(self.lock().entry(key).or_insert(handle).clone())
+    }
+
+    /// Drops every cached client (shutdown).
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], KubeClientHandle>> {
+        self.clients
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// Builds a client: in-cluster service-account config, or the inline kubeconfig's current
+/// context. Errors carry no HTTP status and are scrubbed of the kubeconfig's secrets.
+pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle, ApiError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let redactor = source.redactor();
+    let scrub =
+        |err: &dyn std::fmt::Display| ApiError::transport(redactor.redact(&err.to_string()));
+    let config = match source {
+        CredentialSource::InCluster => kube::Config::incluster().map_err(|e| scrub(&e))?,
+        CredentialSource::Kubeconfig(text) => {
+            let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| scrub(&e))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| scrub(&e))?
+        }
+    };
+    let server_url = config.cluster_url.to_string();
+    let server_url = if server_url.is_empty() {
+        "in-cluster".to_string()
+    } else {
+        server_url
+    };
+    let client = kube::Client::try_from(config).map_err(|e| scrub(&e))?;
+    Ok(KubeClientHandle {
+        client,
+        server_url,
+        redactor,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(raw: serde_json::Value) -> KubernetesConfig {
+        KubernetesConfig::parse(&raw).unwrap()
+    }
+
+    #[test]
+    fn blank_kubeconfig_needs_credentials() {
+        let err =
+            CredentialSource::from_config(&config(json!({"kubeconfig": "  \n "}))).unwrap_err();
+        assert_eq!(err.message, CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS);
+        assert_eq!(err.http_status(), None);
+    }
+
+    #[test]
+    fn in_cluster_wins_and_debug_never_prints_the_kubeconfig() {
+        let source =
+            CredentialSource::from_config(&config(json!({"inCluster": true, "kubeconfig": "x"})))
+                .unwrap();
+        assert_eq!(source, CredentialSource::InCluster);
+        let source = CredentialSource::Kubeconfig("token: CANARY-secret-123".into());
+        assert!(!format!("{source:?}").contains("CANARY"));
+    }
+
+    #[test]
+    fn redactor_scrubs_kubeconfig_words() {
+        let redactor = Redactor::for_kubeconfig(
+            "users:\n- name: u\n  user:\n    token: CANARY-TOKEN-abcdef\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n",
+        );
+        assert_eq!(
+            redactor.redact("bad value CANARY-TOKEN-abcdef at https://10.0.0.1:6443"),
+            "bad value [REDACTED] at https://10.0.0.1:6443"
+        );
+    }
+
+    #[tokio::test]
+    async fn malformed_kubeconfig_is_scrubbed() {
+        let text = "apiVersion: v1\nusers: [ {name: u, user: {token: CANARY-TOKEN-zzzzzz}\n";
+        let err = build_client(&CredentialSource::Kubeconfig(text.into()))
+            .await
+            .unwrap_err();
+        assert!(!err.message.contains("CANARY"), "{}", err.message);
+        assert_eq!(err.http_status(), None);
+    }
+}

@@ -1,0 +1,1073 @@
+//! The cluster-facing hooks against a scripted cluster and a scripted pod exec.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kubernetes::KubernetesProvider;
+use kubernetes::cluster::testing::{ManualClock, ScriptedCluster, ScriptedReply};
+use kubernetes::cluster::{ApiError, ApiMethod, ClusterApi};
+use kubernetes::config::KubernetesConfig;
+use kubernetes::exec::{ExecError, ExecOutput, ExecRequest, OutputTap};
+use kubernetes::runtime::{ClusterConnector, Connection, PodExec};
+use sandbox_core::{BoxFuture, ErrorClass, HostSink, LogLevel, OutputStream};
+use serde_json::{Value, json};
+
+type ExecReply = Result<(Vec<(OutputStream, String)>, i64), ExecError>;
+
+/// Answers every exec with the scripted chunks (sent through the tap) and exit code.
+struct FakeExec {
+    reply: ExecReply,
+    requests: Mutex<Vec<ExecRequest>>,
+}
+
+impl PodExec for FakeExec {
+    fn exec(
+        &self,
+        request: ExecRequest,
+        tap: Option<OutputTap>,
+    ) -> BoxFuture<'_, Result<ExecOutput, ExecError>> {
+        self.requests.lock().unwrap().push(request);
+        let reply = self.reply.clone();
+        Box::pin(async move {
+            let (chunks, exit_code) = reply?;
+            let (mut stdout, mut stderr) = (String::new(), String::new());
+            for (stream, chunk) in chunks {
+                match stream {
+                    OutputStream::Stdout => stdout.push_str(&chunk),
+                    OutputStream::Stderr => stderr.push_str(&chunk),
+                }
+                if let Some(tap) = &tap {
+                    tap.send((stream, chunk)).unwrap();
+                }
+            }
+            Ok(ExecOutput {
+                exit_code,
+                stdout,
+                stderr,
+            })
+        })
+    }
+}
+
+struct FakeConnector {
+    cluster: Arc<ScriptedCluster>,
+    exec: Arc<FakeExec>,
+    connects: AtomicUsize,
+}
+
+impl ClusterConnector for FakeConnector {
+    fn connect<'a>(
+        &'a self,
+        _config: &'a KubernetesConfig,
+    ) -> BoxFuture<'a, Result<Connection, ApiError>> {
+        self.connects.fetch_add(1, Ordering::SeqCst);
+        let connection = Connection {
+            api: self.cluster.clone() as Arc<dyn ClusterApi>,
+            exec: self.exec.clone() as Arc<dyn PodExec>,
+        };
+        Box::pin(async move { Ok(connection) })
+    }
+}
+
+struct Harness {
+    provider: KubernetesProvider,
+    connector: Arc<FakeConnector>,
+}
+
+impl Harness {
+    fn new(cluster: ScriptedCluster) -> Self {
+        Self::with_exec(cluster, Ok((vec![], 0)))
+    }
+
+    fn with_exec(cluster: ScriptedCluster, reply: ExecReply) -> Self {
+        let connector = Arc::new(FakeConnector {
+            cluster: Arc::new(cluster),
+            exec: Arc::new(FakeExec {
+                reply,
+                requests: Mutex::default(),
+            }),
+            connects: AtomicUsize::new(0),
+        });
+        let provider =
+            KubernetesProvider::with_connector(connector.clone(), Arc::new(ManualClock::new()));
+        Self {
+            provider,
+            connector,
+        }
+    }
+
+    fn calls(&self) -> Vec<(ApiMethod, Value)> {
+        self.connector
+            .cluster
+            .calls()
+            .into_iter()
+            .map(|c| (c.method, c.args))
+            .collect()
+    }
+
+    fn methods(&self) -> Vec<ApiMethod> {
+        self.calls().into_iter().map(|(m, _)| m).collect()
+    }
+
+    fn exec_requests(&self) -> Vec<ExecRequest> {
+        self.connector.exec.requests.lock().unwrap().clone()
+    }
+}
+
+#[derive(Default)]
+struct RecordingSink {
+    logs: Mutex<Vec<(LogLevel, String)>>,
+    output: Mutex<Vec<(OutputStream, String)>>,
+}
+
+impl RecordingSink {
+    fn streamed(&self, stream: OutputStream) -> String {
+        let output = self.output.lock().unwrap();
+        output
+            .iter()
+            .filter(|(s, _)| *s == stream)
+            .map(|(_, c)| c.as_str())
+            .collect()
+    }
+}
+
+impl HostSink for RecordingSink {
+    fn log(&self, level: LogLevel, message: &str) {
+        self.logs.lock().unwrap().push((level, message.to_string()));
+    }
+    fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
+        self.output.lock().unwrap().push((stream, chunk));
+        Box::pin(async {})
+    }
+    fn login_output(&self, _: &str, _: &str, _: String) {}
+    fn login_exit(&self, _: &str, _: &str, _: Option<i32>) {}
+    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
+    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
+}
+
+fn returns(body: Value) -> Vec<ScriptedReply> {
+    vec![ScriptedReply::Returns(body)]
+}
+
+fn throws(code: u16, message: &str) -> Vec<ScriptedReply> {
+    vec![ScriptedReply::Throws(ApiError::new(code, message))]
+}
+
+const NS: &str = "paperclip-acme";
+
+fn config(backend: &str) -> Value {
+    json!({"inCluster": true, "companySlug": "acme", "backend": backend, "egressMode": "cilium"})
+}
+
+fn acquire_params(backend: &str) -> Value {
+    json!({"config": config(backend), "companyId": "c-1", "environmentId": "e-1", "runId": "run-1",
+        "executionWorkspaceSettings": {"networkEgress": {"allowFqdns": ["API.example.com"]}}})
+}
+
+fn created_uid() -> Vec<ScriptedReply> {
+    returns(json!({"metadata": {"uid": "uid-1"}}))
+}
+
+#[tokio::test]
+async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(ApiMethod::CreateNamespacedCustomObject, created_uid())
+            .script(
+                ApiMethod::GetNamespacedCustomObject,
+                returns(json!({"status": {"podName": "pod-a"}})),
+            ),
+    );
+    let sink = RecordingSink::default();
+    let lease = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &sink)
+        .await
+        .unwrap();
+    let id = lease["providerLeaseId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("pc-") && id.len() == 29, "{id}");
+    assert_eq!(
+        lease["metadata"],
+        json!({"namespace": NS, "jobName": id, "podName": "pod-a", "secretName": format!("{id}-env"),
+            "phase": "Pending", "backend": "sandbox-cr", "scopedNetworkPolicyName": format!("{id}-egress"),
+            "scopedNetworkEgress": {"allowFqdns": ["api.example.com"], "allowCidrs": []},
+            "nativeFileSyncUnsupported": false})
+    );
+    assert!(lease.get("expiresAt").is_none());
+    let calls = h.calls();
+    let methods: Vec<_> = calls.iter().map(|(m, _)| *m).collect();
+    // Tenant reads and creates ({} reads count as present), then claim, two policies, secret,
+    // pod lookup; no readiness wait.
+    let claim = methods
+        .iter()
+        .position(|m| *m == ApiMethod::CreateNamespacedCustomObject)
+        .unwrap();
+    assert_eq!(methods[0], ApiMethod::ReadNamespace);
+    assert_eq!(calls[claim].1["version"], "v1alpha1");
+    assert_eq!(calls[claim].1["plural"], "sandboxes");
+    let policies: Vec<_> = calls[claim + 1..claim + 3].iter().collect();
+    assert_eq!(policies[0].1["plural"], "ciliumnetworkpolicies");
+    assert_eq!(
+        policies[0].1["body"]["metadata"]["name"],
+        format!("{id}-adapter-egress")
+    );
+    assert_eq!(
+        policies[0].1["body"]["metadata"]["ownerReferences"][0],
+        json!({"apiVersion": "agents.x-k8s.io/v1alpha1", "kind": "Sandbox", "name": id, "uid": "uid-1",
+            "controller": false, "blockOwnerDeletion": false})
+    );
+    assert_eq!(
+        policies[1].1["body"]["metadata"]["name"],
+        format!("{id}-egress")
+    );
+    let (method, secret) = &calls[claim + 3];
+    assert_eq!(*method, ApiMethod::CreateNamespacedSecret);
+    let data = &secret["body"]["stringData"];
+    let token = data["BOOTSTRAP_TOKEN"].as_str().unwrap();
+    assert!(
+        token.len() == 64
+            && token
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
+    assert_eq!(
+        data["PAPERCLIP_NETWORK_EGRESS_POLICY"],
+        "kubernetes-default-deny"
+    );
+    assert_eq!(
+        data["PAPERCLIP_NETWORK_EGRESS_ALLOW_FQDNS"],
+        "api.example.com"
+    );
+    assert_eq!(data["PAPERCLIP_NETWORK_EGRESS_ALLOW_CIDRS"], "");
+    assert_eq!(
+        secret["body"]["metadata"]["ownerReferences"][0]["apiVersion"],
+        "agents.x-k8s.io/v1alpha1"
+    );
+    assert_eq!(
+        secret["body"]["metadata"]["labels"]["paperclip.io/run-id"],
+        "run-1"
+    );
+    assert_eq!(
+        calls.last().unwrap().0,
+        ApiMethod::GetNamespacedCustomObject
+    );
+    // After the claim, one Sandbox read (the pod lookup): no readiness wait.
+    assert_eq!(
+        methods[claim..]
+            .iter()
+            .filter(|m| **m == ApiMethod::GetNamespacedCustomObject)
+            .count(),
+        1
+    );
+    assert!(sink.logs.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn acquire_job_backend_and_the_standard_mode_warning() {
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(ApiMethod::CreateNamespacedJob, created_uid())
+            .script(ApiMethod::ListNamespacedPod, returns(json!({"items": []}))),
+    );
+    let sink = RecordingSink::default();
+    let mut params = acquire_params("job");
+    params["config"]["egressMode"] = json!("standard");
+    let lease = h.provider.acquire(&params, &sink).await.unwrap();
+    assert_eq!(lease["metadata"]["backend"], "job");
+    assert_eq!(lease["metadata"]["podName"], Value::Null);
+    assert_eq!(lease["metadata"]["nativeFileSyncUnsupported"], true);
+    let logs = sink.logs.lock().unwrap();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].0, LogLevel::Warn);
+    assert!(
+        logs[0]
+            .1
+            .starts_with("[plugin-kubernetes] egressMode=standard cannot enforce FQDN-based egress rules; falling back")
+    );
+    let secret = h
+        .calls()
+        .into_iter()
+        .find(|(m, _)| *m == ApiMethod::CreateNamespacedSecret)
+        .unwrap()
+        .1;
+    assert_eq!(
+        secret["body"]["metadata"]["ownerReferences"][0]["apiVersion"],
+        "batch/v1"
+    );
+    assert!(
+        h.methods()
+            .contains(&ApiMethod::CreateNamespacedNetworkPolicy)
+    );
+}
+
+#[tokio::test]
+async fn acquire_refusals_before_the_cluster() {
+    let h = Harness::new(ScriptedCluster::new());
+    let mut params = acquire_params("job");
+    params["requestedExpiresAt"] = json!("2999-01-01T00:00:00Z");
+    let err = h
+        .provider
+        .acquire(&params, &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "The Kubernetes job backend cannot honor a requested lease deadline; use the sandbox-cr backend."
+    );
+    params["requestedExpiresAt"] = json!("not-a-date");
+    let err = h
+        .provider
+        .acquire(&params, &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Requested lease deadline (\"not-a-date\") is not a valid ISO 8601 timestamp. Failing closed instead of silently substituting a default deadline the caller did not ask for."
+    );
+    let mut params = acquire_params("sandbox-cr");
+    params["adapterType"] = json!("aider_local");
+    let err = h
+        .provider
+        .acquire(&params, &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, "Unknown adapter type: aider_local");
+    assert_eq!(h.connector.connects.load(Ordering::SeqCst), 0);
+    assert!(h.calls().is_empty());
+}
+
+#[tokio::test]
+async fn acquire_with_a_deadline_returns_expires_at() {
+    let h = Harness::new(
+        ScriptedCluster::new().script(ApiMethod::CreateNamespacedCustomObject, created_uid()),
+    );
+    let mut params = acquire_params("sandbox-cr");
+    params["requestedExpiresAt"] = json!("2999-01-01T00:00:00Z");
+    let lease = h
+        .provider
+        .acquire(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(lease["expiresAt"], lease["metadata"]["expiresAt"]);
+    assert!(lease["expiresAt"].as_str().unwrap().ends_with(".000Z"));
+}
+
+#[tokio::test]
+async fn acquire_workload_without_uid() {
+    let h = Harness::new(ScriptedCluster::new());
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, "Sandbox CR created without a UID");
+    let err = h
+        .provider
+        .acquire(&acquire_params("job"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, "Job created without a UID");
+}
+
+#[tokio::test]
+async fn acquire_policy_failure_releases_the_workload() {
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(ApiMethod::CreateNamespacedCustomObject, {
+                let mut replies = created_uid();
+                replies.push(ScriptedReply::Throws(ApiError::new(
+                    403,
+                    "policies are forbidden",
+                )));
+                replies
+            })
+            .script(ApiMethod::DeleteNamespacedCustomObject, returns(json!({}))),
+    );
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, "policies are forbidden");
+    assert_eq!(err.code, Some(403));
+    let delete = h
+        .calls()
+        .into_iter()
+        .find(|(m, _)| *m == ApiMethod::DeleteNamespacedCustomObject)
+        .unwrap();
+    assert_eq!(delete.1["propagationPolicy"], "Foreground");
+    assert!(!h.methods().contains(&ApiMethod::CreateNamespacedSecret));
+
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(ApiMethod::CreateNamespacedCustomObject, {
+                let mut replies = created_uid();
+                replies.push(ScriptedReply::Throws(ApiError::new(403, "policy")));
+                replies
+            })
+            .script(
+                ApiMethod::DeleteNamespacedCustomObject,
+                throws(500, "release"),
+            ),
+    );
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Failed to create scoped network egress policy and release its workload"
+    );
+    assert_eq!(err.class, ErrorClass::AggregateError);
+}
+
+#[tokio::test]
+async fn tenant_errors_pass_through_with_their_code() {
+    let h = Harness::new(ScriptedCluster::new().script(
+        ApiMethod::ReadNamespace,
+        throws(403, "namespaces \"paperclip-acme\" is forbidden"),
+    ));
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.message.as_str(), err.code),
+        ("namespaces \"paperclip-acme\" is forbidden", Some(403))
+    );
+}
+
+#[tokio::test]
+async fn probe_outcomes() {
+    let sink = RecordingSink::default();
+    let h = Harness::new(
+        ScriptedCluster::new().script(ApiMethod::ListNamespacedPod, throws(404, "nf")),
+    );
+    let result = h
+        .provider
+        .probe(
+            &json!({"config": config("sandbox-cr"), "companyId": "c"}),
+            &sink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"ok": true, "summary": "Kubernetes cluster reachable. Tenant namespace: paperclip-acme.",
+            "metadata": {"namespace": NS, "provider": "kubernetes"}})
+    );
+    assert_eq!(h.calls()[0].1, json!({"namespace": NS}));
+    let h = Harness::new(
+        ScriptedCluster::new().script(ApiMethod::ListNamespacedPod, throws(401, "Unauthorized")),
+    );
+    let result = h
+        .provider
+        .probe(
+            &json!({"config": config("sandbox-cr"), "companyId": "c"}),
+            &sink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"ok": false, "summary": "Kubernetes cluster probe failed.",
+            "metadata": {"namespace": NS, "provider": "kubernetes", "error": "Unauthorized"}})
+    );
+    let result = h
+        .provider
+        .probe(&json!({"config": {}}), &sink)
+        .await
+        .unwrap();
+    assert_eq!(
+        result["summary"],
+        "Invalid Kubernetes provider configuration."
+    );
+}
+
+#[tokio::test]
+async fn probe_with_the_real_connector_reports_credential_errors_without_secrets() {
+    let provider = KubernetesProvider::new();
+    let sink = RecordingSink::default();
+    let blank = json!({"config": {"kubeconfig": "   ", "companySlug": "acme"}, "companyId": "c"});
+    let result = provider.probe(&blank, &sink).await.unwrap();
+    assert_eq!(
+        result["metadata"]["error"],
+        "createKubeConfig requires either inCluster=true or a kubeconfig string"
+    );
+    let canary = "CANARY-7f3a9c1e5b2d4f60";
+    let broken =
+        format!("apiVersion: v1\nkind: Config\nusers: [ {{name: u, user: {{token: {canary}}}\n");
+    let params = json!({"config": {"kubeconfig": broken, "companySlug": "acme"}, "companyId": "c"});
+    let result = provider.probe(&params, &sink).await.unwrap();
+    assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
+    assert!(!result.to_string().contains(canary), "{result}");
+    let err = provider
+        .acquire(
+            &json!({"config": {"kubeconfig": broken}, "companyId": "c", "runId": "r"}),
+            &sink,
+        )
+        .await
+        .unwrap_err();
+    assert!(!err.message.contains(canary), "{}", err.message);
+    assert!(!format!("{:?}", sink.logs.lock().unwrap()).contains(canary));
+    // A well-formed kubeconfig whose server refuses connections.
+    let unreachable = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: {canary}\n"
+    );
+    let params =
+        json!({"config": {"kubeconfig": unreachable, "companySlug": "acme"}, "companyId": "c"});
+    let result = provider.probe(&params, &sink).await.unwrap();
+    assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
+    let error = result["metadata"]["error"].as_str().unwrap();
+    assert!(!error.is_empty() && !error.contains(canary), "{error}");
+}
+
+#[tokio::test]
+async fn resume_states() {
+    let params = |backend: &str| {
+        json!({"config": config("sandbox-cr"), "companyId": "c", "environmentId": "e", "providerLeaseId": "pc-1",
+        "leaseMetadata": {"namespace": NS, "backend": backend, "expiresAt": "2999-01-01T00:00:00.000Z",
+            "scopedNetworkPolicyName": "pc-1-egress", "scopedNetworkEgress": {"allowFqdns": ["a.io"]}}})
+    };
+    let h = Harness::new(
+        ScriptedCluster::new().script(ApiMethod::ReadNamespacedJobStatus, throws(404, "nf")),
+    );
+    let result = h
+        .provider
+        .resume(&params("job"), &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": "Job no longer exists"}})
+    );
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(
+                ApiMethod::GetNamespacedCustomObject,
+                returns(json!({"status": {"phase": "Ready", "podName": "pod-a"}})),
+            )
+            .script(
+                ApiMethod::ReadNamespacedPod,
+                returns(json!({"status": {"phase": "Running"}})),
+            ),
+    );
+    let result = h
+        .provider
+        .resume(&params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"providerLeaseId": "pc-1", "metadata": {"namespace": NS, "jobName": "pc-1", "podName": "pod-a",
+            "secretName": "pc-1-env", "phase": "Running", "backend": "sandbox-cr",
+            "scopedNetworkPolicyName": "pc-1-egress",
+            "scopedNetworkEgress": {"allowFqdns": ["a.io"], "allowCidrs": []},
+            "nativeFileSyncUnsupported": false, "expiresAt": "2999-01-01T00:00:00.000Z", "resumedLease": true}})
+    );
+    // The resumed lease is known Ready: execute skips the readiness poll.
+    let before = h.calls().len();
+    let exec = json!({"config": config("sandbox-cr"), "lease": {"providerLeaseId": "pc-1",
+        "metadata": {"namespace": NS, "backend": "sandbox-cr", "podName": "pod-a"}}, "command": "true"});
+    h.provider
+        .execute(&exec, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(h.calls().len(), before);
+}
+
+#[tokio::test]
+async fn release_absorbs_404_only() {
+    let params = json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1",
+        "leaseMetadata": {"backend": "job"}});
+    let h = Harness::new(
+        ScriptedCluster::new().script(ApiMethod::DeleteNamespacedJob, throws(404, "gone")),
+    );
+    let sink = RecordingSink::default();
+    assert_eq!(h.provider.release(&params, &sink).await.unwrap(), None);
+    assert_eq!(
+        h.calls(),
+        vec![(
+            ApiMethod::DeleteNamespacedJob,
+            json!({"namespace": NS, "name": "pc-1", "propagationPolicy": "Foreground"})
+        )]
+    );
+    let h = Harness::new(
+        ScriptedCluster::new().script(ApiMethod::DeleteNamespacedJob, throws(500, "etcd down")),
+    );
+    let err = h.provider.release(&params, &sink).await.unwrap_err();
+    assert_eq!((err.message.as_str(), err.code), ("etcd down", Some(500)));
+    let none = json!({"config": {}, "providerLeaseId": ""});
+    assert_eq!(h.provider.release(&none, &sink).await.unwrap(), None);
+    assert_eq!(h.provider.destroy(&none, &sink).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn destroy_deletes_everything_and_aggregates() {
+    let params = json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1",
+        "leaseMetadata": {"podName": "pod-a"}});
+    let h = Harness::new(ScriptedCluster::new());
+    h.provider
+        .destroy(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        h.methods(),
+        vec![
+            ApiMethod::DeleteNamespacedCustomObject,
+            ApiMethod::DeleteNamespacedPod,
+            ApiMethod::DeleteNamespacedSecret
+        ]
+    );
+    assert_eq!(h.calls()[2].1, json!({"namespace": NS, "name": "pc-1-env"}));
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(ApiMethod::DeleteNamespacedPod, throws(500, "a"))
+            .script(ApiMethod::DeleteNamespacedSecret, throws(403, "b")),
+    );
+    let err = h
+        .provider
+        .destroy(&params, &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Failed to delete one or more Kubernetes lease resources"
+    );
+}
+
+#[tokio::test]
+async fn realize_workspace_defaults_to_workspace() {
+    let h = Harness::new(ScriptedCluster::new());
+    let sink = RecordingSink::default();
+    let result = h
+        .provider
+        .realize_workspace(&json!({"workspace": {"remotePath": "  /w/repo "}}), &sink)
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"cwd": "/w/repo", "metadata": {"provider": "kubernetes", "remoteCwd": "/w/repo"}})
+    );
+    let result = h
+        .provider
+        .realize_workspace(&json!({"workspace": {"remotePath": "  "}}), &sink)
+        .await
+        .unwrap();
+    assert_eq!(result["cwd"], "/workspace");
+    let err = h
+        .provider
+        .realize_workspace(&json!({}), &sink)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.class, err.message.as_str()),
+        (
+            ErrorClass::TypeError,
+            "Cannot read properties of undefined (reading 'remotePath')"
+        )
+    );
+    assert!(h.calls().is_empty());
+}
+
+fn execute_params(extra: Value) -> Value {
+    let mut params = json!({"config": config("sandbox-cr"), "companyId": "c",
+        "lease": {"providerLeaseId": "pc-1", "metadata": {"namespace": NS, "backend": "sandbox-cr"}}});
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    params
+}
+
+fn ready_cluster() -> ScriptedCluster {
+    ScriptedCluster::new().script(
+        ApiMethod::GetNamespacedCustomObject,
+        returns(json!({"status": {"phase": "Ready", "podName": "pod-a"}})),
+    )
+}
+
+#[tokio::test]
+async fn execute_streams_exactly_what_it_returns() {
+    let chunks = vec![
+        (OutputStream::Stdout, "hello ".to_string()),
+        (OutputStream::Stderr, "warn\n".to_string()),
+        (OutputStream::Stdout, "wörld\n".to_string()),
+    ];
+    let h = Harness::with_exec(ready_cluster(), Ok((chunks, 3)));
+    let sink = RecordingSink::default();
+    let params = execute_params(json!({"command": "sh", "args": ["-c", "echo hi"],
+        "env": {"FOO": "bar", "PATH": "/x"}, "stdin": "input", "timeoutMs": 60000, "cwd": "/ignored"}));
+    let result = h.provider.execute(&params, &sink).await.unwrap();
+    assert_eq!(
+        result,
+        json!({"exitCode": 3, "timedOut": false, "stdout": "hello wörld\n", "stderr": "warn\n",
+            "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS,
+                "sandboxName": "pc-1", "podName": "pod-a"}})
+    );
+    assert_eq!(sink.streamed(OutputStream::Stdout), "hello wörld\n");
+    assert_eq!(sink.streamed(OutputStream::Stderr), "warn\n");
+    let request = &h.exec_requests()[0];
+    assert_eq!(
+        request.argv,
+        vec![
+            "/bin/sh",
+            "-c",
+            "export FOO='bar'; exec 'sh' '-c' 'echo hi'"
+        ]
+    );
+    assert_eq!(request.stdin, b"input");
+    assert_eq!(request.container, "agent");
+    assert_eq!((request.pod.as_str(), request.timeout_ms), ("pod-a", 60000));
+}
+
+#[tokio::test]
+async fn execute_command_shapes() {
+    for (extra, argv) in [
+        (
+            json!({"command": " ls -la "}),
+            vec!["/bin/sh", "-lc", "ls -la"],
+        ),
+        (json!({}), vec!["/bin/sh", "-l"]),
+        (
+            json!({"command": "node", "args": ["run.js"]}),
+            vec!["node", "run.js"],
+        ),
+    ] {
+        let h = Harness::new(ready_cluster());
+        h.provider
+            .execute(&execute_params(extra), &RecordingSink::default())
+            .await
+            .unwrap();
+        assert_eq!(h.exec_requests()[0].argv, argv);
+        assert_eq!(h.exec_requests()[0].timeout_ms, 3_600_000);
+    }
+}
+
+#[tokio::test]
+async fn execute_transport_failures_are_timeouts_with_the_hint() {
+    let message = "execInPod timed out after 5000ms (pod=pod-a, container=agent, cmd0=/bin/sh). The WebSocket likely dropped before the command produced a status frame.";
+    let h = Harness::with_exec(ready_cluster(), Err(ExecError::Timeout(message.into())));
+    let result = h
+        .provider
+        .execute(
+            &execute_params(json!({"command": "true"})),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["exitCode"], Value::Null);
+    assert_eq!(result["timedOut"], true);
+    assert_eq!(result["stdout"], "");
+    assert_eq!(result["stderr"], message);
+    let h = Harness::with_exec(
+        ready_cluster(),
+        Ok((
+            vec![(
+                OutputStream::Stderr,
+                "curl: (6) Could not resolve host: x.io\n".into(),
+            )],
+            6,
+        )),
+    );
+    let result = h
+        .provider
+        .execute(
+            &execute_params(json!({"command": "curl x.io"})),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result["stderr"],
+        "curl: (6) Could not resolve host: x.io\nPaperclip network policy denied or could not route this request. No task-scoped destinations are granted. Request access through executionWorkspaceSettings.networkEgress.\n"
+    );
+    let sink = RecordingSink::default();
+    let result = h
+        .provider
+        .execute(&execute_params(json!({"command": "curl x.io"})), &sink)
+        .await
+        .unwrap();
+    assert_eq!(sink.streamed(OutputStream::Stderr), result["stderr"]);
+}
+
+#[tokio::test]
+async fn execute_readiness_outcomes() {
+    let h = Harness::new(ScriptedCluster::new().script(
+        ApiMethod::GetNamespacedCustomObject,
+        returns(json!({"status": {"phase": "Pending"}})),
+    ));
+    let result = h
+        .provider
+        .execute(
+            &execute_params(json!({"timeoutMs": 4000})),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"exitCode": null, "timedOut": true, "stdout": "",
+            "stderr": "Sandbox pod did not become Ready within 4000ms",
+            "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS, "sandboxName": "pc-1"}})
+    );
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(
+                ApiMethod::GetNamespacedCustomObject,
+                returns(json!({"status": {"phase": "Ready"}})),
+            )
+            .script(ApiMethod::ReadNamespacedPod, throws(404, "nf"))
+            .script(ApiMethod::ListNamespacedPod, returns(json!({"items": []}))),
+    );
+    let result = h
+        .provider
+        .execute(&execute_params(json!({})), &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        result["stderr"],
+        "Sandbox pod is Ready but podName could not be resolved."
+    );
+    assert_eq!(result["exitCode"], 1);
+    let h = Harness::new(ScriptedCluster::new().script(
+        ApiMethod::GetNamespacedCustomObject,
+        returns(json!({"status": {"phase": "Terminating"}})),
+    ));
+    let err = h
+        .provider
+        .execute(&execute_params(json!({})), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Sandbox paperclip-acme/pc-1 is Terminating \u{2014} cannot wait for Ready"
+    );
+    let h = Harness::new(ScriptedCluster::new().script(
+        ApiMethod::GetNamespacedCustomObject,
+        throws(404, "sandboxes.agents.x-k8s.io \"pc-1\" not found"),
+    ));
+    let err = h
+        .provider
+        .execute(&execute_params(json!({})), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Some(404));
+    let result = h
+        .provider
+        .execute(
+            &json!({"config": {}, "lease": {"providerLeaseId": null}}),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"exitCode": 1, "timedOut": false, "stdout": "", "stderr": "No provider lease ID available for execution."})
+    );
+}
+
+#[tokio::test]
+async fn execute_job_backend_reports_the_pod_log() {
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(
+                ApiMethod::ReadNamespacedJobStatus,
+                returns(json!({"status": {"succeeded": 1}})),
+            )
+            .script(
+                ApiMethod::ListNamespacedPod,
+                returns(json!({"items": [{"metadata": {"name": "pc-1-abc"}}]})),
+            )
+            .script(ApiMethod::ReadNamespacedPodLog, returns(json!("done\n"))),
+    );
+    let sink = RecordingSink::default();
+    let mut params = execute_params(json!({"command": "ignored"}));
+    params["lease"]["metadata"]["backend"] = json!("job");
+    let result = h.provider.execute(&params, &sink).await.unwrap();
+    assert_eq!(
+        result,
+        json!({"exitCode": 0, "timedOut": false, "stdout": "done\n", "stderr": "",
+            "metadata": {"provider": "kubernetes", "backend": "job", "namespace": NS, "jobName": "pc-1",
+                "podName": "pc-1-abc", "phase": "Succeeded"}})
+    );
+    assert_eq!(sink.streamed(OutputStream::Stdout), "done\n");
+    assert!(h.exec_requests().is_empty());
+    let h = Harness::new(ScriptedCluster::new());
+    let result = h
+        .provider
+        .execute(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        (result["exitCode"].clone(), result["timedOut"].clone()),
+        (Value::Null, json!(true))
+    );
+}
+
+#[tokio::test]
+async fn execute_fast_upload_acks_then_flushes_in_one_exec() {
+    let target = "/workspace/dir/f.bin";
+    let temp = format!("{target}.paperclip-upload.b64");
+    let scripts = [
+        format!("mkdir -p '/workspace/dir' && rm -f '{temp}' && : > '{temp}'"),
+        format!("printf '%s' 'aGVs' >> '{temp}'"),
+        format!("printf '%s' 'bG8=' >> '{temp}'"),
+    ];
+    let h = Harness::new(ready_cluster());
+    let sink = RecordingSink::default();
+    for script in &scripts {
+        let result = h
+            .provider
+            .execute(
+                &execute_params(json!({"command": "sh", "args": ["-c", script]})),
+                &sink,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            result,
+            json!({"exitCode": 0, "timedOut": false, "stdout": "", "stderr": "",
+                "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS,
+                    "sandboxName": "pc-1", "podName": "pod-a", "fastUpload": "ack"}})
+        );
+    }
+    assert!(h.exec_requests().is_empty());
+    let finalize = format!("base64 -d < '{temp}' > '{target}' && rm -f '{temp}'");
+    let result = h
+        .provider
+        .execute(
+            &execute_params(json!({"command": "sh", "args": ["-c", finalize]})),
+            &sink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["metadata"]["fastUpload"], "flush");
+    assert_eq!(result["metadata"]["uploadedBytes"], 5);
+    let request = &h.exec_requests()[0];
+    assert_eq!(
+        request.argv,
+        vec![
+            "/bin/sh",
+            "-c",
+            "mkdir -p '/workspace/dir' && head -c 8 | base64 -d > '/workspace/dir/f.bin'"
+        ]
+    );
+    assert_eq!(request.stdin, b"aGVsbG8=");
+    assert_eq!(
+        request.effective_argv()[2],
+        "head -c 8 | '/bin/sh' '-c' 'mkdir -p '\\''/workspace/dir'\\'' && head -c 8 | base64 -d > '\\''/workspace/dir/f.bin'\\'''"
+    );
+
+    // A flush whose exec fails is a timed-out result; release drops the lease's buffers.
+    let h = Harness::with_exec(
+        ready_cluster(),
+        Err(ExecError::Transport("socket closed".into())),
+    );
+    for script in scripts.iter().take(2).chain([&finalize]) {
+        let result = h
+            .provider
+            .execute(
+                &execute_params(json!({"command": "sh", "args": ["-c", script]})),
+                &sink,
+            )
+            .await
+            .unwrap();
+        if script == &finalize {
+            assert_eq!(result["stderr"], "fast-upload flush failed: socket closed");
+            assert_eq!(result["timedOut"], true);
+            assert_eq!(result["exitCode"], Value::Null);
+        }
+    }
+    h.provider
+        .execute(
+            &execute_params(json!({"command": "sh", "args": ["-c", scripts[0]]})),
+            &sink,
+        )
+        .await
+        .unwrap();
+    let release =
+        json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1"});
+    h.provider.release(&release, &sink).await.unwrap();
+    let result = h
+        .provider
+        .execute(
+            &execute_params(json!({"command": "sh", "args": ["-c", scripts[1]]})),
+            &sink,
+        )
+        .await
+        .unwrap();
+    // No buffer any more: the chunk command runs in the pod.
+    assert_eq!(result["stderr"], "socket closed");
+}
+
+#[tokio::test]
+async fn acquire_adapter_and_deadline_errors_before_the_cluster() {
+    let h = Harness::new(ScriptedCluster::new());
+    let sink = RecordingSink::default();
+    let mut params = acquire_params("sandbox-cr");
+    params["config"]["adapters"] =
+        json!([{"adapterType": "claude_local", "runtimeImage": "img:1"}]);
+    params["adapterType"] = json!("codex_local");
+    let err = h.provider.acquire(&params, &sink).await.unwrap_err();
+    assert_eq!(
+        err.message,
+        "Adapter \"codex_local\" is not in the configured adapter registry"
+    );
+    params["config"]["adapters"] = json!([{"adapterType": "codex_local"}]);
+    let err = h.provider.acquire(&params, &sink).await.unwrap_err();
+    assert_eq!(
+        err.message,
+        "Adapter \"codex_local\" is missing required runtime field: runtimeImage"
+    );
+    let mut params = acquire_params("sandbox-cr");
+    params["requestedExpiresAt"] = json!("2000-01-01T00:00:00Z");
+    let err = h.provider.acquire(&params, &sink).await.unwrap_err();
+    assert_eq!(
+        err.message,
+        "Requested lease deadline (2000-01-01T00:00:00Z) is already past or too close (< 30s) to acquire a bounded lease. Failing closed instead of granting a near-expired lease."
+    );
+    let err = h
+        .provider
+        .acquire(&json!({"config": {}}), &sink)
+        .await
+        .unwrap_err();
+    assert_eq!(err.class, ErrorClass::ZodError);
+    assert!(h.calls().is_empty());
+}
+
+/// The napi layer spawns hook futures on a multi-threaded runtime: they must be `Send`.
+#[test]
+fn hook_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let provider = KubernetesProvider::new();
+    let sink = RecordingSink::default();
+    let params = json!({});
+    assert_send(&provider.probe(&params, &sink));
+    assert_send(&provider.acquire(&params, &sink));
+    assert_send(&provider.resume(&params, &sink));
+    assert_send(&provider.release(&params, &sink));
+    assert_send(&provider.destroy(&params, &sink));
+    assert_send(&provider.realize_workspace(&params, &sink));
+    assert_send(&provider.execute(&params, &sink));
+    assert_send(&provider.shutdown(&params, &sink));
+}
+
+#[tokio::test]
+async fn in_cluster_probe_outside_a_cluster_fails_softly() {
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        return;
+    }
+    let provider = KubernetesProvider::new();
+    let result = provider
+        .probe(
+            &json!({"config": {"inCluster": true, "companySlug": "acme"}, "companyId": "c"}),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["ok"], false);
+    assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
+    assert!(!result["metadata"]["error"].as_str().unwrap().is_empty());
+}

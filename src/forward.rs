@@ -1,0 +1,18 @@
+//! The one shape every asynchronous hook method has: clone the provider handle, build the call's
+//! host sink, run the provider's hook under the panic guard, and hand back an [`Outcome`].
+//!
+//! [`Outcome`]: crate::outcome::Outcome
+
+/// `forward_hook!(self, method, params)` or, for execute, `forward_hook!(self, method, params,
+/// execution_log)` where `execution_log` is the call's bound `ctx.execution.log`.
+#[macro_export]
+macro_rules! forward_hook {
+    ($this:ident, $method:ident, $params:ident) => {
+        $crate::forward_hook!($this, $method, $params, None)
+    };
+    ($this:ident, $method:ident, $params:ident, $execution_log:expr) => {{
+        let provider = ::std::sync::Arc::clone(&$this.provider);
+        let sink = $this.host.for_call($execution_log);
+        $crate::guard::run(async move { provider.$method(&$params, &sink).await.into() }).await
+    }};
+}

@@ -15,6 +15,8 @@ export class JsonRpcPeer {
   notifications = [];
   /** Requests the worker made to the host (`ctx.*` service calls). */
   workerRequests = [];
+  /** Listeners called with each notification as it arrives. */
+  #listeners = new Set();
 
   constructor(input, output) {
     this.#output = output;
@@ -55,6 +57,13 @@ export class JsonRpcPeer {
       return;
     }
     this.notifications.push(message);
+    for (const listener of this.#listeners) listener(message);
+  }
+
+  /** Calls `listener` with every notification from now on; returns the unsubscribe function. */
+  onNotification(listener) {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /**

@@ -81,6 +81,36 @@ export declare function debugPanicSync(message: string): Outcome
  */
 export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: ((arg0: string, arg1: string) => void)): Promise<number>
 
+/** One catalogued error, as documented in `docs/errors.md`. */
+export interface ExplainedError {
+  /** Stable code, e.g. `CREATEOS_API_URL_INVALID` or `K8S_JOB_DEADLINE_UNSUPPORTED`. */
+  code: string
+  /** `createos` or `kubernetes`. */
+  provider: string
+  /**
+   * How it reaches the host: `thrown`, `returned`, `validation`, `diagnostic`, `warning`,
+   * `session` (ends an open login PTY or duplex session) or `internal`.
+   */
+  kind: string
+  /** The message template (`${…}` = interpolated part). */
+  template: string
+  /** The hooks that raise it. */
+  hooks: Array<string>
+  /** What it means. */
+  meaning: string
+  /** Common causes. */
+  causes: Array<string>
+  /** What to do. */
+  fix: string
+}
+
+/**
+ * The catalogue entry for an error message of either provider, or `null` when the message is
+ * not catalogued. `${…}` parts of the templates match any text; surrounding whitespace and a
+ * leading `Error: ` are ignored; the most specific template wins.
+ */
+export declare function explainError(message: string): ExplainedError | null
+
 /**
  * The `ctx` callbacks a provider keeps. Every one is optional so that tests can pass a subset;
  * worker.js wraps each in a try/catch, so a throwing callback cannot crash the worker.

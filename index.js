@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CreateOsProvider, JsCreateOsProvider, KubernetesProvider, JsKubernetesProvider, debugPanicAsync, debugPanicSync, debugStreamExecutionLog } = nativeBinding
+const { CreateOsProvider, JsCreateOsProvider, KubernetesProvider, JsKubernetesProvider, debugPanicAsync, debugPanicSync, debugStreamExecutionLog, explainError } = nativeBinding
 export { CreateOsProvider }
 export { JsCreateOsProvider }
 export { KubernetesProvider }
@@ -781,4 +781,5 @@ export { JsKubernetesProvider }
 export { debugPanicAsync }
 export { debugPanicSync }
 export { debugStreamExecutionLog }
+export { explainError }
 export const __napiBindingTarget = __napiLoadedBindingTarget

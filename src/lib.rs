@@ -7,6 +7,7 @@
 
 pub mod createos;
 pub mod debug;
+pub mod explain;
 pub mod forward;
 pub mod guard;
 pub mod host;

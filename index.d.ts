@@ -34,6 +34,36 @@ export declare class CreateOsProvider {
    * the hook's async context by the worker.
    */
   execute(params: any, onOutput: ((arg0: string, arg1: string) => void)): Promise<Outcome>
+  /** `onEnvironmentSyncIn`: host files into the sandbox workspace. */
+  syncIn(params: any): Promise<Outcome>
+  /** `onEnvironmentSyncOut`: sandbox files back to the host. */
+  syncOut(params: any): Promise<Outcome>
+  /** `onEnvironmentStartInteractiveSetup`. */
+  startInteractiveSetup(params: any): Promise<Outcome>
+  /** `onEnvironmentGetInteractiveSetup`. */
+  getInteractiveSetup(params: any): Promise<Outcome>
+  /** `onEnvironmentCancelInteractiveSetup`. */
+  cancelInteractiveSetup(params: any): Promise<Outcome>
+  /** `onEnvironmentCaptureTemplate`. */
+  captureTemplate(params: any): Promise<Outcome>
+  /** `onEnvironmentDeleteTemplate`. */
+  deleteTemplate(params: any): Promise<Outcome>
+  /** `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`. */
+  loginPtyOpen(params: any): Promise<Outcome>
+  /** `onLoginPtyInput`. */
+  loginPtyInput(params: any): Promise<Outcome>
+  /** `onLoginPtyStop`. */
+  loginPtyStop(params: any): Promise<Outcome>
+  /** `onLoginPtyClose`. */
+  loginPtyClose(params: any): Promise<Outcome>
+  /** `onDuplexChannelOpen`: starts the command; bytes and exit reach `ctx.duplexChannel`. */
+  duplexChannelOpen(params: any): Promise<Outcome>
+  /** `onDuplexChannelWrite`. */
+  duplexChannelWrite(params: any): Promise<Outcome>
+  /** `onDuplexChannelStop`. */
+  duplexChannelStop(params: any): Promise<Outcome>
+  /** `onDuplexChannelClose`. */
+  duplexChannelClose(params: any): Promise<Outcome>
   /** `onShutdown`: stops in-flight work within the host's grace period. */
   shutdown(): Promise<Outcome>
 }

@@ -1,6 +1,10 @@
 // One CreateOS lease lifecycle through a forked worker, as the host drives it, against the
 // local CreateOS emulator (real HTTP, real commands in bubblewrap).
 
+import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../scripts/lib/emulators.js";
@@ -30,7 +34,11 @@ describe("CreateOS lifecycle through a forked worker", () => {
     return (await fetch(`${emulator.controlUrl}/counts`)).json();
   }
 
-  it("acquires, realizes, executes with streamed output, and releases", async () => {
+  it("acquires, realizes, syncs in, executes with streamed output, syncs out, and releases", async () => {
+    const hostDir = await mkdtemp(path.join(tmpdir(), "createos-sync-"));
+    await mkdir(path.join(hostDir, "project/src"), { recursive: true });
+    await writeFile(path.join(hostDir, "project/src/main.sh"), 'echo "synced script ran"\n');
+    await writeFile(path.join(hostDir, "project/README.md"), "# demo\n");
     const validated = await worker.call("environmentValidateConfig", { driverKey: "createos", config });
     expect(validated.ok).toBe(true);
 
@@ -51,6 +59,58 @@ describe("CreateOS lifecycle through a forked worker", () => {
     );
     expect(realized).toEqual({ cwd: "/paperclip-workspace", metadata: { provider: "createos", remoteCwd: "/paperclip-workspace" } });
 
+    const syncedIn = await worker.call(
+      "environmentSyncIn",
+      {
+        ...base,
+        config,
+        lease,
+        operations: [
+          {
+            operationId: "op-in",
+            files: [{ sourcePath: path.join(hostDir, "project"), targetPath: "/paperclip-workspace/project", kind: "directory" }],
+            postUploadCommands: [{ command: "chmod +x src/main.sh", cwd: "/paperclip-workspace/project" }],
+          },
+        ],
+      },
+      { invocation: invocation("inv-sync-in") },
+    );
+    expect(syncedIn.operations).toHaveLength(1);
+    expect(syncedIn.operations[0]).toMatchObject({ operationId: "op-in", filesTransferred: 2 });
+    expect(syncedIn.operations[0].bytesTransferred).toBeGreaterThan(0);
+
+    const ran = await worker.call(
+      "environmentExecute",
+      { ...base, config, lease, command: "bash", args: ["-c", "./project/src/main.sh > out.txt && cat out.txt"], cwd: "/paperclip-workspace" },
+      { invocation: invocation("inv-run-synced") },
+    );
+    expect(ran).toMatchObject({ exitCode: 0, stdout: "synced script ran\n" });
+
+    const syncedOut = await worker.call(
+      "environmentSyncOut",
+      {
+        ...base,
+        config,
+        lease,
+        operations: [
+          {
+            operationId: "op-out",
+            files: [
+              { sourcePath: "/paperclip-workspace/out.txt", targetPath: path.join(hostDir, "back/out.txt"), kind: "file" },
+              { sourcePath: "/paperclip-workspace/project", targetPath: path.join(hostDir, "project-copy"), kind: "directory" },
+            ],
+          },
+        ],
+      },
+      { invocation: invocation("inv-sync-out") },
+    );
+    expect(syncedOut.operations[0]).toMatchObject({ operationId: "op-out", filesTransferred: 3 });
+    expect(await readFile(path.join(hostDir, "back/out.txt"), "utf8")).toBe("synced script ran\n");
+    expect(await readFile(path.join(hostDir, "project-copy/src/main.sh"), "utf8")).toBe('echo "synced script ran"\n');
+    // A synced-out target directory is created private to the host user, as the original does.
+    expect((await stat(path.join(hostDir, "project-copy"))).mode & 0o777).toBe(0o700);
+    await rm(hostDir, { recursive: true, force: true });
+
     const result = await worker.call(
       "environmentExecute",
       {
@@ -66,9 +126,10 @@ describe("CreateOS lifecycle through a forked worker", () => {
     );
     expect(result).toMatchObject({ exitCode: 3, signal: null, timedOut: false, stdout: "line 1\nline 2\nline 3\nhello", stderr: "oops\n" });
 
-    const logs = worker.rpc.notifications.filter((n) => n.method === "execute.log");
+    const allLogs = worker.rpc.notifications.filter((n) => n.method === "execute.log");
+    expect(allLogs.filter((n) => !n.paperclipInvocationId)).toEqual([]);
+    const logs = allLogs.filter((n) => n.paperclipInvocationId === "inv-execute");
     expect(logs.length).toBeGreaterThan(0);
-    for (const log of logs) expect(log.paperclipInvocationId).toBe("inv-execute");
     const streamed = (stream) => logs.filter((l) => l.params.stream === stream).map((l) => l.params.chunk).join("");
     expect(streamed("stdout")).toBe(result.stdout);
     expect(streamed("stderr")).toBe(result.stderr);

@@ -117,3 +117,64 @@ export function createHostBridge() {
   };
 }
 
+
+/**
+ * Each `definePlugin` hook a native provider can implement, and the provider method it forwards
+ * to. Every method takes the hook's params and resolves with an outcome.
+ */
+const NATIVE_METHODS = {
+  onHealth: "health",
+  onEnvironmentValidateConfig: "validateConfig",
+  onEnvironmentProbe: "probe",
+  onEnvironmentAcquireLease: "acquireLease",
+  onEnvironmentResumeLease: "resumeLease",
+  onEnvironmentReleaseLease: "releaseLease",
+  onEnvironmentDestroyLease: "destroyLease",
+  onEnvironmentRealizeWorkspace: "realizeWorkspace",
+  onEnvironmentExecute: "execute",
+  onEnvironmentSyncIn: "syncIn",
+  onEnvironmentSyncOut: "syncOut",
+  onEnvironmentStartInteractiveSetup: "startInteractiveSetup",
+  onEnvironmentGetInteractiveSetup: "getInteractiveSetup",
+  onEnvironmentCancelInteractiveSetup: "cancelInteractiveSetup",
+  onEnvironmentCaptureTemplate: "captureTemplate",
+  onEnvironmentDeleteTemplate: "deleteTemplate",
+  onLoginPtyOpen: "loginPtyOpen",
+  onLoginPtyInput: "loginPtyInput",
+  onLoginPtyStop: "loginPtyStop",
+  onLoginPtyClose: "loginPtyClose",
+  onDuplexChannelOpen: "duplexChannelOpen",
+  onDuplexChannelWrite: "duplexChannelWrite",
+  onDuplexChannelStop: "duplexChannelStop",
+  onDuplexChannelClose: "duplexChannelClose",
+};
+
+/**
+ * The `definePlugin` definition of a native provider: `setup` and `onShutdown`, plus exactly the
+ * hooks named in `hooks` (the host routes traffic by the methods a worker advertises, so a hook
+ * is listed only once Rust implements it). Each hook forwards its params and returns the
+ * provider's promise; execute also hands Rust the call's bound `ctx.execution.log`.
+ */
+export function nativePluginDefinition(provider, host, hooks) {
+  const definition = {
+    async setup(ctx) {
+      host.attach(ctx);
+      await invoke(() => provider.setup());
+    },
+    async onShutdown() {
+      await invoke(() => provider.shutdown());
+      host.detach();
+    },
+  };
+  for (const hook of hooks) {
+    const method = NATIVE_METHODS[hook];
+    if (!method || typeof provider[method] !== "function") {
+      throw new Error(`paperclip-sandbox-native: ${hook} has no native implementation`);
+    }
+    definition[hook] =
+      hook === "onEnvironmentExecute"
+        ? async (params) => invoke(() => provider.execute(params, host.executionLog()))
+        : async (params) => invoke(() => provider[method](params));
+  }
+  return definition;
+}

@@ -103,6 +103,96 @@ impl JsCreateOsProvider {
         crate::forward_hook!(self, execute, params, Some(on_output))
     }
 
+    /// `onEnvironmentSyncIn`: host files into the sandbox workspace.
+    #[napi]
+    pub async fn sync_in(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, sync_in, params)
+    }
+
+    /// `onEnvironmentSyncOut`: sandbox files back to the host.
+    #[napi]
+    pub async fn sync_out(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, sync_out, params)
+    }
+
+    /// `onEnvironmentStartInteractiveSetup`.
+    #[napi]
+    pub async fn start_interactive_setup(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, start_interactive_setup, params)
+    }
+
+    /// `onEnvironmentGetInteractiveSetup`.
+    #[napi]
+    pub async fn get_interactive_setup(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, get_interactive_setup, params)
+    }
+
+    /// `onEnvironmentCancelInteractiveSetup`.
+    #[napi]
+    pub async fn cancel_interactive_setup(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, cancel_interactive_setup, params)
+    }
+
+    /// `onEnvironmentCaptureTemplate`.
+    #[napi]
+    pub async fn capture_template(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, capture_template, params)
+    }
+
+    /// `onEnvironmentDeleteTemplate`.
+    #[napi]
+    pub async fn delete_template(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, delete_template, params)
+    }
+
+    /// `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`.
+    #[napi]
+    pub async fn login_pty_open(&self, params: Value) -> Outcome {
+        crate::forward_hook!(session self, login_pty_open, params)
+    }
+
+    /// `onLoginPtyInput`.
+    #[napi]
+    pub async fn login_pty_input(&self, params: Value) -> Outcome {
+        crate::forward_hook!(no_sink self, login_pty_input, params)
+    }
+
+    /// `onLoginPtyStop`.
+    #[napi]
+    pub async fn login_pty_stop(&self, params: Value) -> Outcome {
+        crate::forward_hook!(no_sink self, login_pty_stop, params)
+    }
+
+    /// `onLoginPtyClose`.
+    #[napi]
+    pub async fn login_pty_close(&self, params: Value) -> Outcome {
+        crate::forward_hook!(no_sink self, login_pty_close, params)
+    }
+
+    /// `onDuplexChannelOpen`: starts the command; bytes and exit reach `ctx.duplexChannel`.
+    #[napi]
+    pub async fn duplex_channel_open(&self, params: Value) -> Outcome {
+        crate::forward_hook!(session self, duplex_channel_open, params)
+    }
+
+    /// `onDuplexChannelWrite`.
+    #[napi]
+    pub async fn duplex_channel_write(&self, params: Value) -> Outcome {
+        crate::forward_hook!(no_sink self, duplex_channel_write, params)
+    }
+
+    /// `onDuplexChannelStop`.
+    #[napi]
+    pub async fn duplex_channel_stop(&self, params: Value) -> Outcome {
+        crate::forward_hook!(no_sink self, duplex_channel_stop, params)
+    }
+
+    /// `onDuplexChannelClose`.
+    #[napi]
+    pub async fn duplex_channel_close(&self, params: Value) -> Outcome {
+        crate::forward_hook!(no_sink self, duplex_channel_close, params)
+    }
+
     /// `onShutdown`: stops in-flight work within the host's grace period.
     #[napi]
     pub async fn shutdown(&self) -> Outcome {

@@ -4,12 +4,25 @@
 //! [`Outcome`]: crate::outcome::Outcome
 
 /// `forward_hook!(self, method, params)` or, for execute, `forward_hook!(self, method, params,
-/// execution_log)` where `execution_log` is the call's bound `ctx.execution.log`.
+/// execution_log)` where `execution_log` is the call's bound `ctx.execution.log`. Sessions
+/// (login PTY, duplex) outlive their open call: `forward_hook!(session self, method, params)`
+/// hands the provider a shared sink it may keep, and `forward_hook!(no_sink self, method,
+/// params)` forwards a hook that reports nothing.
 #[macro_export]
 macro_rules! forward_hook {
     ($this:ident, $method:ident, $params:ident) => {
         $crate::forward_hook!($this, $method, $params, None)
     };
+    (session $this:ident, $method:ident, $params:ident) => {{
+        let provider = ::std::sync::Arc::clone(&$this.provider);
+        let sink: ::std::sync::Arc<dyn sandbox_core::HostSink> =
+            ::std::sync::Arc::new($this.host.for_call(None));
+        $crate::guard::run(async move { provider.$method(&$params, sink).await.into() }).await
+    }};
+    (no_sink $this:ident, $method:ident, $params:ident) => {{
+        let provider = ::std::sync::Arc::clone(&$this.provider);
+        $crate::guard::run(async move { provider.$method(&$params).await.into() }).await
+    }};
     ($this:ident, $method:ident, $params:ident, $execution_log:expr) => {{
         let provider = ::std::sync::Arc::clone(&$this.provider);
         let sink = $this.host.for_call($execution_log);

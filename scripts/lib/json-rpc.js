@@ -60,6 +60,27 @@ export class JsonRpcPeer {
     for (const listener of this.#listeners) listener(message);
   }
 
+  /**
+   * Resolves with the first notification (already received or arriving later) that satisfies
+   * `predicate`; rejects after `timeoutMs` so a missing event fails the test instead of hanging.
+   */
+  waitForNotification(predicate, timeoutMs = 15_000) {
+    const seen = this.notifications.find(predicate);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stop();
+        reject(new Error("timed out waiting for a notification"));
+      }, timeoutMs);
+      const stop = this.onNotification((message) => {
+        if (!predicate(message)) return;
+        clearTimeout(timer);
+        stop();
+        resolve(message);
+      });
+    });
+  }
+
   /** Calls `listener` with every notification from now on; returns the unsubscribe function. */
   onNotification(listener) {
     this.#listeners.add(listener);

@@ -12,12 +12,16 @@ pub mod lease;
 pub mod messages;
 pub mod ndjson;
 pub mod pacer;
+pub mod process;
 mod provider;
+mod session;
+mod setup;
 pub mod signal;
+pub mod sync;
 pub mod utf8;
 
 pub use client::{CreateOsClient, HostApiKey};
-pub use lease::state::{LeaseSession, SessionEntry, SessionKind};
+pub use lease::state::{LeaseSession, SessionEntry, SessionForgetter, SessionKind};
 pub use pacer::Pacer;
 pub use provider::{CreateOsProvider, ProviderOptions};
 pub use signal::{AbortReason, Signal};

@@ -68,3 +68,42 @@ pub fn transition_failed(desired: &str, status: &str) -> String {
 pub fn setup_cleanup_unconfirmed(id: &str) -> String {
     format!("CreateOS setup failed and cleanup is unconfirmed for sandbox {id}.")
 }
+
+// File sync (issue 4, second half).
+pub const TRANSFER_PATH_UNCONFINED: &str =
+    "CreateOS transfer requires a confined absolute sandbox path.";
+pub const TRANSFER_PATH_ESCAPES: &str = "CreateOS transfer path escapes the workspace.";
+pub const ARCHIVE_UNSAFE: &str =
+    "CreateOS archive contains unsafe entries or exceeds the extraction limit.";
+pub const TRANSFER_COMMAND_FAILED: &str = "CreateOS transfer command failed.";
+pub const DOWNLOAD_NO_BODY: &str = "CreateOS file download has no body.";
+pub const TRANSFER_KIND_UNSUPPORTED: &str = "Unsupported CreateOS transfer kind.";
+pub const TRANSFER_HOST_PATH_RELATIVE: &str = "CreateOS transfer requires an absolute host path.";
+pub const INVALID_FILE_MODE: &str = "Invalid CreateOS file mode.";
+pub const INVALID_TRANSFER_TIMEOUT: &str = "Invalid CreateOS transfer timeout.";
+pub const OUTBOUND_POST_UPLOAD: &str =
+    "Outbound CreateOS transfers cannot run post-upload commands.";
+pub const ARCHIVE_DESTINATION_SYMLINK: &str = "CreateOS archive destination cannot be a symlink.";
+
+// Interactive setup and templates (issue 4, second half).
+pub const SETUP_IDENTITY_UNVERIFIED: &str =
+    "CreateOS setup sandbox identity could not be verified.";
+pub const SETUP_NOT_OURS: &str = "CreateOS setup sandbox does not belong to this environment.";
+pub const CAPTURE_WITHOUT_LEASE: &str =
+    "Cannot capture a CreateOS template without a setup sandbox lease.";
+pub const INVALID_CAPTURE_TIMEOUT: &str = "Invalid CreateOS template capture timeout.";
+
+/// `CreateOS can start from snapshot templates only, not ${sourceTemplateKind}.`
+pub fn setup_source_kind_unsupported(kind: &str) -> String {
+    format!("CreateOS can start from snapshot templates only, not {kind}.")
+}
+
+/// `CreateOS interactive setup failed and cleanup is unconfirmed for sandbox ${sandboxId}.`
+pub fn interactive_setup_cleanup_unconfirmed(id: &str) -> String {
+    format!("CreateOS interactive setup failed and cleanup is unconfirmed for sandbox {id}.")
+}
+
+/// `CreateOS can delete snapshot templates only, not ${templateKind}.`
+pub fn template_kind_unsupported(kind: &str) -> String {
+    format!("CreateOS can delete snapshot templates only, not {kind}.")
+}

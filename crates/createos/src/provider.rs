@@ -171,6 +171,71 @@ impl CreateOsProvider {
             .await
     }
 
+    /// `onEnvironmentSyncIn`: host files and directories into the lease's workspace, then the
+    /// post-upload commands. `{operations: [{operationId, filesTransferred, bytesTransferred}]}`.
+    /// Tracked like execute, under the config's `timeoutMs` for the whole call.
+    pub async fn sync_in(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        self.state
+            .track(&self.clients, params, None, |client, signal| async move {
+                crate::sync::sync_files(&client, params, crate::sync::Direction::In, &signal).await
+            })
+            .await
+    }
+
+    /// `onEnvironmentSyncOut`: workspace files and directories onto the host. Same result shape.
+    pub async fn sync_out(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        self.state
+            .track(&self.clients, params, None, |client, signal| async move {
+                crate::sync::sync_files(&client, params, crate::sync::Direction::Out, &signal).await
+            })
+            .await
+    }
+
+    /// `onEnvironmentStartInteractiveSetup`: a setup sandbox waiting for the user.
+    pub async fn start_interactive_setup(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        crate::setup::start_interactive_setup(&self.clients, params).await
+    }
+
+    /// `onEnvironmentGetInteractiveSetup`: the setup session, or `status: "missing"`.
+    pub async fn get_interactive_setup(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        crate::setup::get_interactive_setup(&self.clients, params).await
+    }
+
+    /// `onEnvironmentCancelInteractiveSetup`: deletes the setup sandbox.
+    pub async fn cancel_interactive_setup(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        crate::setup::cancel_interactive_setup(&self.clients, params).await
+    }
+
+    /// `onEnvironmentCaptureTemplate`: pauses the setup sandbox, which becomes the template.
+    pub async fn capture_template(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        crate::setup::capture_template(&self.clients, params).await
+    }
+
+    /// `onEnvironmentDeleteTemplate`: deletes a snapshot template.
+    pub async fn delete_template(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        crate::setup::delete_template(&self.clients, params).await
+    }
+
     /// `onShutdown`: refuses new work, closes sessions, aborts and awaits in-flight calls.
     pub async fn shutdown(&self) -> ProviderResult<Option<Value>> {
         self.state.shutdown().await;
@@ -206,5 +271,12 @@ mod tests {
         is_send(&provider.realize_workspace(&params, &sink));
         is_send(&provider.execute(&params, &sink));
         is_send(&provider.shutdown());
+        is_send(&provider.sync_in(&params, &sink));
+        is_send(&provider.sync_out(&params, &sink));
+        is_send(&provider.start_interactive_setup(&params, &sink));
+        is_send(&provider.get_interactive_setup(&params, &sink));
+        is_send(&provider.cancel_interactive_setup(&params, &sink));
+        is_send(&provider.capture_template(&params, &sink));
+        is_send(&provider.delete_template(&params, &sink));
     }
 }

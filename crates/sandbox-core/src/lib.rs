@@ -4,6 +4,7 @@
 //! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
 //! The napi layer (`src/` of the root package) only converts and bridges.
 
+pub mod archive;
 pub mod error;
 pub mod golden;
 pub mod host;

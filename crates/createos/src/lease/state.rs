@@ -55,6 +55,16 @@ pub enum SessionKind {
 pub trait LeaseSession: Send + Sync {
     /// Closes the session (idempotent). A failure means termination is unconfirmed.
     fn close(&self) -> BoxFuture<'_, ProviderResult<()>>;
+
+    /// Sends input to the session's process (the login and duplex input hooks).
+    fn write<'a>(&'a self, _bytes: &'a [u8]) -> BoxFuture<'a, ProviderResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Stops the session's process without closing its input first (idempotent).
+    fn stop(&self) -> BoxFuture<'_, ProviderResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// One registered session.
@@ -159,8 +169,29 @@ struct Inner {
 
 #[derive(Default)]
 pub struct WorkerState {
-    inner: Mutex<Inner>,
+    /// Shared with the [`SessionForgetter`]s of running sessions.
+    inner: Arc<Mutex<Inner>>,
     next_call: AtomicU64,
+}
+
+/// Forgets a session once its process has ended, from the task that followed it (which outlives
+/// the hook call that opened it). Holds the state weakly: a dropped provider forgets nothing.
+#[derive(Clone)]
+pub struct SessionForgetter {
+    inner: std::sync::Weak<Mutex<Inner>>,
+}
+
+impl SessionForgetter {
+    /// Forgets `entry` where the maps still point to it.
+    pub fn forget(&self, entry: &Arc<SessionEntry>) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .sessions
+                .forget(entry);
+        }
+    }
 }
 
 impl std::fmt::Debug for WorkerState {
@@ -255,6 +286,18 @@ impl WorkerState {
     /// Registers a login PTY or duplex session so that lease release and shutdown close it.
     pub fn register_session(&self, entry: SessionEntry) -> Arc<SessionEntry> {
         self.lock().sessions.insert(entry)
+    }
+
+    /// A handle that forgets sessions later, from outside a hook call.
+    pub fn session_forgetter(&self) -> SessionForgetter {
+        SessionForgetter {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Whether `onShutdown` has begun (sessions opened since must be closed at once).
+    pub fn is_shutting_down(&self) -> bool {
+        self.lock().shutting_down
     }
 
     /// Runs `f` on the session maps (lookups and forgetting, for the session hooks).

@@ -94,6 +94,18 @@ export declare class KubernetesProvider {
    * the hook's async context by the worker.
    */
   execute(params: any, onOutput: ((arg0: string, arg1: string) => void)): Promise<Outcome>
+  /** `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend). */
+  syncIn(params: any): Promise<Outcome>
+  /** `onEnvironmentSyncOut`: pod files back to the host. */
+  syncOut(params: any): Promise<Outcome>
+  /** `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`. */
+  loginPtyOpen(params: any): Promise<Outcome>
+  /** `onLoginPtyInput`. */
+  loginPtyInput(params: any): Promise<Outcome>
+  /** `onLoginPtyStop`. */
+  loginPtyStop(params: any): Promise<Outcome>
+  /** `onLoginPtyClose`. */
+  loginPtyClose(params: any): Promise<Outcome>
   /** `onShutdown`. */
   shutdown(): Promise<Outcome>
 }

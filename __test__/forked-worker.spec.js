@@ -60,8 +60,14 @@ const providers = [
       "environmentDestroyLease",
       "environmentRealizeWorkspace",
       "environmentExecute",
+      "environmentSyncIn",
+      "environmentSyncOut",
+      "loginPtyOpen",
+      "loginPtyInput",
+      "loginPtyStop",
+      "loginPtyClose",
     ],
-    unimplemented: "environmentSyncIn",
+    unimplemented: "duplexChannelOpen",
   },
 ];
 

@@ -2,7 +2,9 @@
 // against the local Kubernetes API emulator (real kube-rs over HTTPS, exec over websocket into
 // bubblewrap-sandboxed pods).
 
-import { readFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -61,7 +63,7 @@ describe("Kubernetes lifecycles through a forked worker", () => {
     expect(probe).toMatchObject({ ok: true, summary: "Kubernetes cluster reachable. Tenant namespace: paperclip-acme." });
   });
 
-  it("runs a sandbox-cr lease: acquire, realize, execute with streamed output, release", async () => {
+  it("runs a sandbox-cr lease: acquire, realize, sync in, execute with streamed output, sync out, release", async () => {
     const config = configFor("sandbox-cr");
     const lease = await worker.call("environmentAcquireLease", { ...base, config, runId: "run-1" }, { invocation: invocation("inv-acquire") });
     expect(lease.providerLeaseId).toMatch(/^pc-/);
@@ -73,6 +75,42 @@ describe("Kubernetes lifecycles through a forked worker", () => {
       { invocation: invocation("inv-realize") },
     );
     expect(realized.cwd).toBe("/workspace");
+
+    // The host keeps the realized workspace on the lease it hands back to sync calls.
+    const workspaceLease = { ...lease, metadata: { ...lease.metadata, remoteCwd: realized.metadata.remoteCwd } };
+    const hostDir = await mkdtemp(path.join(tmpdir(), "k8s-sync-"));
+    await mkdir(path.join(hostDir, "app"), { recursive: true });
+    await writeFile(path.join(hostDir, "app/run.sh"), "echo synced into the pod\n");
+    const syncedIn = await worker.call(
+      "environmentSyncIn",
+      {
+        ...base,
+        config,
+        lease: workspaceLease,
+        operations: [{ operationId: "in-1", files: [{ sourcePath: path.join(hostDir, "app"), targetPath: "/workspace/app", kind: "directory" }] }],
+      },
+      { invocation: invocation("inv-sync-in") },
+    );
+    expect(syncedIn.operations[0]).toMatchObject({ operationId: "in-1", filesTransferred: 1 });
+    const ran = await worker.call(
+      "environmentExecute",
+      { ...base, config, lease, command: "sh", args: ["-c", "sh /workspace/app/run.sh | tee /workspace/result.txt"], timeoutMs: 30_000 },
+      { invocation: invocation("inv-run-synced") },
+    );
+    expect(ran).toMatchObject({ exitCode: 0, stdout: "synced into the pod\n" });
+    const syncedOut = await worker.call(
+      "environmentSyncOut",
+      {
+        ...base,
+        config,
+        lease: workspaceLease,
+        operations: [{ operationId: "out-1", files: [{ sourcePath: "/workspace/result.txt", targetPath: path.join(hostDir, "back/result.txt"), kind: "file" }] }],
+      },
+      { invocation: invocation("inv-sync-out") },
+    );
+    expect(syncedOut.operations[0]).toMatchObject({ operationId: "out-1", filesTransferred: 1, bytesTransferred: 20 });
+    expect(await readFile(path.join(hostDir, "back/result.txt"), "utf8")).toBe("synced into the pod\n");
+    await rm(hostDir, { recursive: true, force: true });
 
     const result = await worker.call(
       "environmentExecute",
@@ -129,5 +167,68 @@ describe("Kubernetes lifecycles through a forked worker", () => {
       "Kubernetes sandbox provider plugin ready",
     );
     expect(await settledLeftovers()).toEqual({ scoped: [], liveProcesses: 0 });
+  });
+});
+
+// The pods have no `claude`: this emulator's `/bin/sh` first installs a stand-in on PATH.
+const FAKE_CLAUDE_SHELL =
+  'if [ ! -x /tmp/fakebin/claude ]; then mkdir -p /tmp/fakebin && printf "%s\\n" "#!/bin/sh" "printf \\"ready\\\\n\\"" "read -r line; printf \\"got:%s\\\\n\\" \\"\\$line\\"; exit 7" > /tmp/fakebin/claude && chmod +x /tmp/fakebin/claude; fi; PATH=/tmp/fakebin:$PATH; eval "$2"';
+
+describe("Kubernetes login terminal through a forked worker", () => {
+  let emulator;
+  let worker;
+
+  beforeAll(async () => {
+    emulator = await startEmulator("kubernetes-emulator", [
+      "--fast",
+      "--token",
+      CANARY_TOKEN,
+      "--command-override",
+      `/bin/sh=${JSON.stringify(["/bin/bash", "-c", FAKE_CLAUDE_SHELL, "sh"])}`,
+    ]);
+    worker = await ForkedWorker.start("kubernetes");
+  });
+
+  afterAll(async () => {
+    worker?.kill();
+    await emulator?.stop();
+  });
+
+  it("opens a login PTY on a sandbox-cr lease: output, input, exit, routed by id", async () => {
+    const kubeconfig = await readFile(emulator.kubeconfig, "utf8");
+    const config = { kubeconfig, companySlug: "acme", egressMode: "cilium" };
+    const base = { driverKey: "kubernetes", companyId: "company-1", environmentId: "env-1" };
+    const lease = await worker.call("environmentAcquireLease", { ...base, config, runId: "run-login" }, {
+      invocation: { id: "inv-acquire", scope: { companyId: "company-1" } },
+    });
+
+    const opened = await worker.call("loginPtyOpen", {
+      ...base,
+      hostRouteId: "route-k8s-login",
+      providerLeaseId: lease.providerLeaseId,
+      loginCommandKey: "claude",
+      sessionHome: "/tmp/paperclip-adapter-login/0b9a3f1e-6c2d-4f7a-8e1b-2d3c4b5a6978",
+    });
+    const ids = { hostRouteId: "route-k8s-login", workerSessionId: opened.workerSessionId };
+    const output = () =>
+      worker.rpc.notifications
+        .filter((n) => n.method === "loginPty.output" && n.params.workerSessionId === ids.workerSessionId)
+        .map((n) => n.params.chunk)
+        .join("");
+    await worker.rpc.waitForNotification((n) => n.method === "loginPty.output" && output().includes("ready"));
+    await worker.call("loginPtyInput", { workerSessionId: ids.workerSessionId, data: "hello k8s\r" });
+    const exit = await worker.rpc.waitForNotification((n) => n.method === "loginPty.exit" && n.params.workerSessionId === ids.workerSessionId);
+    expect(exit.params).toEqual({ ...ids, exitCode: 7 });
+    expect(output()).toContain("got:hello k8s");
+    expect(await worker.call("loginPtyClose", ids)).toEqual({ hostRouteId: ids.hostRouteId });
+
+    await worker.call(
+      "environmentReleaseLease",
+      { ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata },
+      { invocation: { id: "inv-release", scope: { companyId: "company-1" } } },
+    );
+    const { exit: workerExit } = await worker.shutdown();
+    expect(workerExit).toEqual({ code: 0, signal: null });
+    expect(worker.rpc.lines.filter((l) => !JSON.parse(l).result?.normalizedConfig).join("\n")).not.toContain(CANARY_TOKEN);
   });
 });

@@ -103,6 +103,42 @@ impl JsKubernetesProvider {
         crate::forward_hook!(self, execute, params, Some(on_output))
     }
 
+    /// `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend).
+    #[napi]
+    pub async fn sync_in(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, sync_in, params)
+    }
+
+    /// `onEnvironmentSyncOut`: pod files back to the host.
+    #[napi]
+    pub async fn sync_out(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, sync_out, params)
+    }
+
+    /// `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`.
+    #[napi]
+    pub async fn login_pty_open(&self, params: Value) -> Outcome {
+        crate::forward_hook!(session self, login_pty_open, params)
+    }
+
+    /// `onLoginPtyInput`.
+    #[napi]
+    pub async fn login_pty_input(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, login_pty_input, params)
+    }
+
+    /// `onLoginPtyStop`.
+    #[napi]
+    pub async fn login_pty_stop(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, login_pty_stop, params)
+    }
+
+    /// `onLoginPtyClose`.
+    #[napi]
+    pub async fn login_pty_close(&self, params: Value) -> Outcome {
+        crate::forward_hook!(self, login_pty_close, params)
+    }
+
     /// `onShutdown`.
     #[napi]
     pub async fn shutdown(&self) -> Outcome {

@@ -1,8 +1,12 @@
 //! Local CreateOS and Kubernetes API emulators. See issue 3 and issue 7.
 //!
 //! [`sandbox_runner`] runs real processes inside bubblewrap sandboxes (shared by every
-//! emulator); [`createos`] serves the CreateOS REST API on loopback on top of it.
+//! emulator); [`createos`] serves the CreateOS REST API and [`kubernetes`] the Kubernetes
+//! API on loopback on top of it. [`common`] holds what the two emulators share: fault-rule
+//! matching, the request log's ring buffer, the accept loop, the shared control routes and the
+//! binaries' stdin/signal lifecycle.
 
+pub mod common;
 pub mod createos;
 pub mod kubernetes;
 pub mod sandbox_runner;

@@ -25,6 +25,7 @@ use crate::config::{Backend, KubernetesConfig};
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
 use crate::exec::upload_interceptor::{UploadDecision, base64_encode, flush_script};
+use crate::login::LoginLeaseScope;
 use crate::orchestrate::{
     ClusterError, DestroyLease, PerRunSecret, PollOptions, ResumeCheck, ResumeCheckResult,
     SandboxApiVersion, TenantInput, TenantResourceQuota, WorkloadOrchestrator,
@@ -83,22 +84,26 @@ pub fn generate_bootstrap_token() -> String {
 }
 
 /// The lease fields every hook reads the same way (§3.3).
-struct LeaseView<'a> {
-    metadata: Option<&'a Map<String, Value>>,
+pub(crate) struct LeaseView<'a> {
+    pub(crate) metadata: Option<&'a Map<String, Value>>,
 }
 
 impl<'a> LeaseView<'a> {
-    fn new(metadata: Option<&'a Value>) -> Self {
+    pub(crate) fn new(metadata: Option<&'a Value>) -> Self {
         Self {
             metadata: metadata.and_then(Value::as_object),
         }
     }
 
-    fn string(&self, key: &str) -> Option<&'a str> {
+    pub(crate) fn string(&self, key: &str) -> Option<&'a str> {
         self.metadata?.get(key)?.as_str()
     }
 
-    fn namespace(&self, config: &Config, company_id: Option<&Value>) -> ProviderResult<String> {
+    pub(crate) fn namespace(
+        &self,
+        config: &Config,
+        company_id: Option<&Value>,
+    ) -> ProviderResult<String> {
         match self.string("namespace") {
             Some(ns) => Ok(ns.to_string()),
             None => tenant_namespace(config, company_id),
@@ -107,7 +112,7 @@ impl<'a> LeaseView<'a> {
 
     /// The backend that created the lease; an unknown string is neither backend in the
     /// original's comparisons, which all test `=== "sandbox-cr"`, so it acts as the job backend.
-    fn backend(&self, config: &Config) -> (Backend, String) {
+    pub(crate) fn backend(&self, config: &Config) -> (Backend, String) {
         match self.string("backend") {
             Some("sandbox-cr") => (Backend::SandboxCr, "sandbox-cr".into()),
             Some(other) => (Backend::Job, other.to_string()),
@@ -131,7 +136,7 @@ impl<'a> LeaseView<'a> {
 }
 
 /// `${value}` of a JS template literal, for the ids and args the hooks interpolate.
-fn js_string(value: Option<&Value>) -> String {
+pub(crate) fn js_string(value: Option<&Value>) -> String {
     match value {
         None => "undefined".into(),
         Some(Value::Null) => "null".into(),
@@ -161,12 +166,12 @@ fn property_type_error(receiver: &str, property: &str) -> ProviderError {
     .with_class(sandbox_core::ErrorClass::TypeError)
 }
 
-fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
+pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
     ProviderError::from(err.into())
 }
 
 impl KubernetesProvider {
-    async fn connect(&self, config: &Config) -> ProviderResult<Connection> {
+    pub(crate) async fn connect(&self, config: &Config) -> ProviderResult<Connection> {
         self.connector().connect(config).await.map_err(cluster_err)
     }
 
@@ -398,6 +403,20 @@ impl KubernetesProvider {
         metadata.insert("scopedNetworkPolicyName".into(), json!(scoped_policy_name));
         metadata.insert("scopedNetworkEgress".into(), scoped_grant.to_json());
         metadata.insert("nativeFileSyncUnsupported".into(), json!(!is_sandbox));
+        if is_sandbox {
+            self.login().remember(
+                &job_name,
+                LoginLeaseScope {
+                    company_id: params.get("companyId").cloned().unwrap_or(Value::Null),
+                    environment_id: params.get("environmentId").cloned().unwrap_or(Value::Null),
+                    lease_id: job_name.clone(),
+                    namespace: namespace.to_string(),
+                    pod_name: pod_name.clone(),
+                    expires_at: plan.bounded_deadline.as_ref().map(|d| d.expires_at.clone()),
+                    config: config.clone(),
+                },
+            );
+        }
         let mut result = Map::new();
         result.insert("providerLeaseId".into(), json!(job_name));
         if let Some(deadline) = &plan.bounded_deadline {
@@ -433,6 +452,7 @@ impl KubernetesProvider {
         let result = check_lease_resumable(connection.api.as_ref(), self.clock(), &check).await?;
         let (pod_name, phase) = match result {
             ResumeCheckResult::NotResumable { reason } => {
+                self.login().forget(&lease_id);
                 return Ok(
                     json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": reason}}),
                 );
@@ -463,6 +483,25 @@ impl KubernetesProvider {
             metadata.insert("expiresAt".into(), json!(expires_at));
         }
         metadata.insert("resumedLease".into(), json!(true));
+        if backend == Backend::SandboxCr
+            && let Some(pod) = pod_name.as_ref().filter(|p| !p.is_empty())
+        {
+            self.login().remember(
+                &lease_id,
+                LoginLeaseScope {
+                    company_id: params.get("companyId").cloned().unwrap_or(Value::Null),
+                    environment_id: params.get("environmentId").cloned().unwrap_or(Value::Null),
+                    lease_id: lease_id.clone(),
+                    namespace: namespace.clone(),
+                    pod_name: Some(pod.clone()),
+                    expires_at: lease
+                        .string("expiresAt")
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string),
+                    config: config.clone(),
+                },
+            );
+        }
         Ok(json!({"providerLeaseId": lease_id, "metadata": metadata}))
     }
 
@@ -484,6 +523,7 @@ impl KubernetesProvider {
         let lease_id = js_string(params.get("providerLeaseId"));
         self.uploads().remove(&lease_id);
         self.ready().remove(&lease_id);
+        self.login().forget(&lease_id);
         let orchestrator = WorkloadOrchestrator::for_backend(backend, SANDBOX_API_VERSION);
         match orchestrator
             .release(connection.api.as_ref(), &namespace, &lease_id)
@@ -514,7 +554,9 @@ impl KubernetesProvider {
             .string("podName")
             .filter(|p| !p.is_empty())
             .map(str::to_string);
+        self.uploads().remove(&lease_id);
         self.ready().remove(&lease_id);
+        self.login().forget(&lease_id);
         let connection = self.connect(&config).await?;
         destroy_lease_resources(
             connection.api.as_ref(),
@@ -553,6 +595,7 @@ impl KubernetesProvider {
 
     /// `onEnvironmentShutdown`: forgets the worker's in-memory state.
     pub async fn shutdown(&self, _params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        self.login().shutdown();
         self.ready().clear();
         self.uploads().clear();
         Ok(Value::Null)

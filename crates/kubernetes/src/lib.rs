@@ -14,10 +14,12 @@ pub mod js;
 pub mod js_date;
 pub mod kube_client;
 pub mod lease_expiry;
+pub mod login;
 pub mod namespace;
 pub mod orchestrate;
 mod provider;
 pub mod runtime;
+pub mod sync;
 
 pub use config::KubernetesConfig;
 pub use namespace::{derive_company_slug, derive_tenant_namespace};

@@ -14,6 +14,7 @@ use crate::adapters::get_adapter_defaults;
 use crate::config::{Backend, KubernetesConfig, ZodIssues};
 use crate::egress_warnings::validate_config_warning;
 use crate::js::js_truthy;
+use crate::login::{KubeLoginConnector, LoginPtyManager};
 use crate::orchestrate::{Clock, SystemClock};
 use crate::runtime::{ClusterConnector, KubeConnector, ReadySet, UploadInterceptors};
 
@@ -33,6 +34,7 @@ pub struct KubernetesProvider {
     clock: Arc<dyn Clock>,
     ready: ReadySet,
     uploads: UploadInterceptors,
+    login: LoginPtyManager,
 }
 
 impl std::fmt::Debug for KubernetesProvider {
@@ -55,7 +57,21 @@ impl KubernetesProvider {
 
     /// A provider on another cluster connector and clock (tests, emulators).
     pub fn with_connector(connector: Arc<dyn ClusterConnector>, clock: Arc<dyn Clock>) -> Self {
+        let login = LoginPtyManager::new(Arc::new(KubeLoginConnector {
+            connector: connector.clone(),
+            clock: clock.clone(),
+        }));
+        Self::with_login_manager(connector, clock, login)
+    }
+
+    /// A provider with its own login-PTY manager (tests: a scripted login connector).
+    pub fn with_login_manager(
+        connector: Arc<dyn ClusterConnector>,
+        clock: Arc<dyn Clock>,
+        login: LoginPtyManager,
+    ) -> Self {
         Self {
+            login,
             connector,
             clock,
             ready: ReadySet::default(),
@@ -77,6 +93,11 @@ impl KubernetesProvider {
 
     pub(crate) fn uploads(&self) -> &UploadInterceptors {
         &self.uploads
+    }
+
+    /// The worker's login-PTY manager.
+    pub fn login(&self) -> &LoginPtyManager {
+        &self.login
     }
 
     /// `setup`: the original announces itself on the host log; no cluster calls.

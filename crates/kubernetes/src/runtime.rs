@@ -11,17 +11,48 @@ use sandbox_core::BoxFuture;
 
 use crate::cluster::{ApiError, ClusterApi};
 use crate::config::KubernetesConfig;
+use crate::exec::tty::{TtyEvents, TtySession, open_tty_exec};
 use crate::exec::upload_interceptor::{FastUploadInterceptor, UploadDecision};
-use crate::exec::{ExecError, ExecOutput, ExecRequest, OutputTap, exec_in_pod};
+use crate::exec::{
+    AGENT_CONTAINER, ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
+    exec_in_pod, exec_in_pod_streaming,
+};
 use crate::kube_client::{ClientCache, KubeCluster};
 
-/// Runs one buffered exec in a pod (`execInPod`).
+/// The message of the default [`PodExec::exec_streaming`] / [`PodExec::open_tty`] of an exec
+/// that cannot stream (test doubles that only script buffered execs).
+pub const STREAMING_UNSUPPORTED: &str = "this pod exec does not support streaming";
+
+/// Runs execs in a pod: buffered (`execInPod`), streaming (`execInPodStreaming`, container
+/// `agent`) and interactive tty sessions (the login PTY).
 pub trait PodExec: Send + Sync {
     fn exec(
         &self,
         request: ExecRequest,
         tap: Option<OutputTap>,
     ) -> BoxFuture<'_, Result<ExecOutput, ExecError>>;
+
+    /// `execInPodStreaming(kc, namespace, pod, "agent", argv, io)`.
+    fn exec_streaming<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _pod: &'a str,
+        _argv: &'a [String],
+        _io: StreamingIo<'a>,
+    ) -> BoxFuture<'a, Result<StreamingOutput, ExecError>> {
+        Box::pin(async { Err(ExecError::Transport(STREAMING_UNSUPPORTED.into())) })
+    }
+
+    /// Opens a tty exec in container `agent`; output and the exit go to `events`.
+    fn open_tty<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _pod: &'a str,
+        _argv: Vec<String>,
+        _events: Arc<dyn TtyEvents>,
+    ) -> BoxFuture<'a, Result<Arc<TtySession>, ExecError>> {
+        Box::pin(async { Err(ExecError::Transport(STREAMING_UNSUPPORTED.into())) })
+    }
 }
 
 impl PodExec for KubeCluster {
@@ -32,6 +63,44 @@ impl PodExec for KubeCluster {
     ) -> BoxFuture<'_, Result<ExecOutput, ExecError>> {
         Box::pin(async move {
             exec_in_pod(self.client(), self.redactor(), &request, tap.as_ref()).await
+        })
+    }
+
+    fn exec_streaming<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        argv: &'a [String],
+        io: StreamingIo<'a>,
+    ) -> BoxFuture<'a, Result<StreamingOutput, ExecError>> {
+        Box::pin(exec_in_pod_streaming(
+            self.client(),
+            self.redactor(),
+            namespace,
+            pod,
+            AGENT_CONTAINER,
+            argv,
+            io,
+        ))
+    }
+
+    fn open_tty<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        argv: Vec<String>,
+        events: Arc<dyn TtyEvents>,
+    ) -> BoxFuture<'a, Result<Arc<TtySession>, ExecError>> {
+        Box::pin(async move {
+            open_tty_exec(
+                self.client(),
+                self.redactor(),
+                namespace,
+                pod,
+                &argv,
+                events,
+            )
+            .await
         })
     }
 }

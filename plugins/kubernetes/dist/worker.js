@@ -21,6 +21,12 @@ const plugin = definePlugin(
     "onEnvironmentDestroyLease",
     "onEnvironmentRealizeWorkspace",
     "onEnvironmentExecute",
+    "onEnvironmentSyncIn",
+    "onEnvironmentSyncOut",
+    "onLoginPtyOpen",
+    "onLoginPtyInput",
+    "onLoginPtyStop",
+    "onLoginPtyClose",
   ]),
 );
 

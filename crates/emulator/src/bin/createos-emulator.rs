@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
+use emulator::common::lifecycle;
 use emulator::{CreateOsEmulator, EmulatorOptions};
-use tokio::io::AsyncReadExt;
-use tokio::signal::unix::{SignalKind, signal};
 
 const USAGE: &str = "usage: createos-emulator [--api-key KEY] [--port N] [--transition-ms N] \
 [--heartbeat-ms N] [--journal-bytes N] [--max-body-bytes N] [--work-dir DIR] [--no-stdin]";
@@ -27,14 +26,8 @@ fn parse_args() -> Result<(EmulatorOptions, bool), String> {
         if flag == "--help" || flag == "-h" {
             return Err(USAGE.into());
         }
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let num = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{flag}: not a number: {value}"))
-        };
+        let value = lifecycle::flag_value(&mut args, &flag, USAGE)?;
+        let num = || lifecycle::flag_number(&flag, &value);
         match flag.as_str() {
             "--api-key" => opts.api_key = Some(value.clone()),
             "--port" => opts.port = num()? as u16,
@@ -51,23 +44,10 @@ fn parse_args() -> Result<(EmulatorOptions, bool), String> {
 
 #[tokio::main]
 async fn main() {
-    let (opts, watch_stdin) = match parse_args() {
-        Ok(parsed) => parsed,
-        Err(msg) => {
-            eprintln!("{msg}");
-            std::process::exit(2);
-        }
-    };
-    let emulator = match CreateOsEmulator::start(opts).await {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("createos-emulator: {e}");
-            std::process::exit(2);
-        }
-    };
-    // Handlers first, so a SIGTERM right after the ready line is a clean shutdown.
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let (opts, watch_stdin) = parse_args().unwrap_or_else(|msg| lifecycle::exit_with_error(msg));
+    let emulator = CreateOsEmulator::start(opts)
+        .await
+        .unwrap_or_else(|e| lifecycle::exit_with_error(format!("createos-emulator: {e}")));
     let url = emulator.base_url();
     let ready = serde_json::json!({
         "url": url,
@@ -75,22 +55,7 @@ async fn main() {
         "controlUrl": format!("{url}/_emulator"),
         "pid": std::process::id(),
     });
-    println!("{ready}");
-    let stdin_closed = async {
-        if !watch_stdin {
-            return std::future::pending::<()>().await;
-        }
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0u8; 256];
-        while let Ok(1..) = stdin.read(&mut buf).await {}
-    };
-    tokio::select! {
-        _ = stdin_closed => {}
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    lifecycle::announce_and_wait(&ready, watch_stdin).await;
     emulator.shutdown().await;
-    // Exit explicitly: tokio's stdin reader is a blocking thread that would keep the runtime
-    // (and so the process) alive until stdin closes.
-    std::process::exit(0);
+    lifecycle::exit_cleanly();
 }

@@ -11,9 +11,8 @@
 
 use std::time::Duration;
 
+use emulator::common::lifecycle;
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
-use tokio::io::AsyncReadExt;
-use tokio::signal::unix::{SignalKind, signal};
 
 const USAGE: &str = "usage: kubernetes-emulator [--token T] [--forbidden-token T]... [--no-tls] \
 [--http-port N] [--https-port N] [--sandbox-versions v1alpha1,v1beta1] [--no-sandbox-phase] \
@@ -52,14 +51,8 @@ fn parse_args() -> Result<(KubeEmulatorOptions, bool), String> {
             }
             "--help" | "-h" => return Err(USAGE.into()),
             _ => {
-                let value = args
-                    .next()
-                    .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-                let num = || {
-                    value
-                        .parse::<u64>()
-                        .map_err(|_| format!("{flag}: not a number: {value}"))
-                };
+                let value = lifecycle::flag_value(&mut args, &flag, USAGE)?;
+                let num = || lifecycle::flag_number(&flag, &value);
                 match flag.as_str() {
                     "--token" => opts.token = Some(value.clone()),
                     "--forbidden-token" => opts.forbidden_tokens.push(value.clone()),
@@ -94,20 +87,10 @@ fn parse_args() -> Result<(KubeEmulatorOptions, bool), String> {
 
 #[tokio::main]
 async fn main() {
-    let (opts, watch_stdin) = match parse_args() {
-        Ok(parsed) => parsed,
-        Err(msg) => {
-            eprintln!("{msg}");
-            std::process::exit(2);
-        }
-    };
-    let emulator = match KubernetesEmulator::start(opts).await {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("kubernetes-emulator: {e}");
-            std::process::exit(2);
-        }
-    };
+    let (opts, watch_stdin) = parse_args().unwrap_or_else(|msg| lifecycle::exit_with_error(msg));
+    let emulator = KubernetesEmulator::start(opts)
+        .await
+        .unwrap_or_else(|e| lifecycle::exit_with_error(format!("kubernetes-emulator: {e}")));
     let ready = serde_json::json!({
         "url": emulator.url(),
         "httpUrl": emulator.http_url(),
@@ -120,24 +103,7 @@ async fn main() {
         "controlUrl": emulator.control_url(),
         "pid": std::process::id(),
     });
-    println!("{ready}");
-
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    let stdin_closed = async {
-        if !watch_stdin {
-            return std::future::pending::<()>().await;
-        }
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0u8; 256];
-        while let Ok(1..) = stdin.read(&mut buf).await {}
-    };
-    tokio::select! {
-        _ = stdin_closed => {}
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    lifecycle::announce_and_wait(&ready, watch_stdin).await;
     emulator.shutdown().await;
-    // tokio's stdin reader is a blocking thread that would keep the process alive.
-    std::process::exit(0);
+    lifecycle::exit_cleanly();
 }

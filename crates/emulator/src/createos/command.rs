@@ -3,6 +3,26 @@
 use serde_json::{Map, Value};
 
 use super::envelope::ApiError;
+use super::state::Sandbox;
+
+/// What an `/exec` or `/processes` body says to run.
+pub struct Command<'a> {
+    pub argv: Vec<String>,
+    pub cwd: Option<&'a str>,
+    /// Environment overrides, checked against the sandbox.
+    pub env: Vec<(String, String)>,
+}
+
+impl<'a> Command<'a> {
+    /// `cmd`/`args`, `cwd` and `env` of `body` (validated in that order) for sandbox `sb`.
+    pub fn parse(sb: &Sandbox, body: &'a Map<String, Value>) -> Result<Command<'a>, ApiError> {
+        Ok(Command {
+            argv: argv(body)?,
+            cwd: opt_str(body, "cwd")?,
+            env: sb.check_env_overrides(body.get("env"))?,
+        })
+    }
+}
 
 /// `cmd` plus `args` as an argv, rejecting what the service rejects (empty command, NUL).
 pub fn argv(body: &Map<String, Value>) -> Result<Vec<String>, ApiError> {

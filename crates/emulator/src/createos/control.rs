@@ -1,21 +1,22 @@
 //! The control API under `/_emulator/…` (no auth, not logged, never faulted) so tests in any
 //! language can read the request log and counts, program faults and force sandbox states.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::faults::FaultRule;
+use super::faults::{FaultAction, Faults};
 use super::lifecycle::Status;
+use super::request_log::{RequestLog, RequestRecord};
 use super::state::App;
+use crate::common::control::{self, Control};
 
 /// Live resources, for "nothing leaked" assertions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,7 +35,7 @@ impl App {
         let sandboxes: Vec<_> = self.sandboxes.lock().unwrap().values().cloned().collect();
         EmulatorCounts {
             sandboxes: sandboxes.len(),
-            live_processes: self.live_trees.load(std::sync::atomic::Ordering::SeqCst),
+            live_processes: self.live_trees.alive(),
             managed_processes: sandboxes
                 .iter()
                 .map(|s| s.processes.lock().unwrap().len())
@@ -69,43 +70,27 @@ impl App {
     }
 }
 
+impl Control for App {
+    type Record = RequestRecord;
+    type Action = FaultAction;
+    fn request_log(&self) -> &RequestLog {
+        &self.log
+    }
+    fn fault_rules(&self) -> &Faults {
+        &self.faults
+    }
+    fn reset_all(self: &Arc<Self>) {
+        self.reset();
+    }
+}
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route(
-            "/_emulator/health",
-            get(|| async { Json(json!({ "ok": true })) }),
-        )
-        .route("/_emulator/requests", get(requests).delete(clear_requests))
+    let own = Router::new()
         .route("/_emulator/counts", get(counts))
         .route("/_emulator/sandboxes", get(sandboxes))
         .route("/_emulator/sandboxes/{id}/status", post(force_status))
-        .route(
-            "/_emulator/faults",
-            get(list_faults).post(add_fault).delete(clear_faults),
-        )
-        .route("/_emulator/faults/{id}", delete(remove_fault))
-        .route("/_emulator/settings", get(settings).patch(update_settings))
-        .route("/_emulator/reset", post(reset))
-        .fallback(|| async {
-            (
-                StatusCode::NOT_FOUND,
-                Json(json!({ "error": "no such control route" })),
-            )
-        })
-        .with_state(app)
-}
-
-async fn requests(
-    State(app): State<Arc<App>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    let since = q.get("since").and_then(|s| s.parse().ok()).unwrap_or(0);
-    Json(json!({ "requests": app.log.snapshot(since) })).into_response()
-}
-
-async fn clear_requests(State(app): State<Arc<App>>) -> Json<Value> {
-    app.log.clear();
-    Json(json!({ "ok": true }))
+        .route("/_emulator/settings", get(settings).patch(update_settings));
+    control::router(app, own)
 }
 
 async fn counts(State(app): State<Arc<App>>) -> Json<EmulatorCounts> {
@@ -147,36 +132,7 @@ async fn force_status(
     if app.force_status(&id, status) {
         Json(json!({ "id": id, "status": status.as_str() })).into_response()
     } else {
-        (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "no such sandbox" })),
-        )
-            .into_response()
-    }
-}
-
-async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!({ "faults": app.faults.list() }))
-}
-
-async fn add_fault(State(app): State<Arc<App>>, Json(rule): Json<FaultRule>) -> Json<Value> {
-    Json(json!({ "id": app.faults.add(rule) }))
-}
-
-async fn clear_faults(State(app): State<Arc<App>>) -> Json<Value> {
-    app.faults.clear();
-    Json(json!({ "ok": true }))
-}
-
-async fn remove_fault(State(app): State<Arc<App>>, Path(id): Path<u64>) -> Response {
-    if app.faults.remove(id) {
-        Json(json!({ "ok": true })).into_response()
-    } else {
-        (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "no such fault" })),
-        )
-            .into_response()
+        control::not_found("no such sandbox")
     }
 }
 
@@ -207,10 +163,4 @@ async fn update_settings(State(app): State<Arc<App>>, Json(p): Json<SettingsPatc
             .set_heartbeat_interval(Duration::from_millis(ms));
     }
     Json(settings_view(&app))
-}
-
-async fn reset(State(app): State<Arc<App>>) -> Json<Value> {
-    let app2 = app.clone();
-    let _ = tokio::task::spawn_blocking(move || app2.reset()).await;
-    Json(json!({ "ok": true }))
 }

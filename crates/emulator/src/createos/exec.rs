@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::command::{argv, opt_str, opt_u64};
+use super::command::{Command, opt_str, opt_u64};
 use super::envelope::{ApiError, json_object, ok};
 use super::ndjson::{self, ChunkSender, EXEC_HEARTBEAT, heartbeat, line};
 use super::pump::{Event, run_piped};
@@ -27,9 +27,7 @@ pub async fn exec(
 ) -> Result<Response, ApiError> {
     let sb = app.running_sandbox(&id)?;
     let req = json_object(&body)?;
-    let argv = argv(&req)?;
-    let cwd = opt_str(&req, "cwd")?;
-    let env = sb.check_env_overrides(req.get("env"))?;
+    let Command { argv, cwd, env } = Command::parse(&sb, &req)?;
     let stdin = opt_str(&req, "stdin")?.map(|s| Bytes::copy_from_slice(s.as_bytes()));
     let timeout = opt_u64(&req, "timeout_ms")?.map(Duration::from_millis);
     let stream = query.get("stream").map(String::as_str) == Some("true")

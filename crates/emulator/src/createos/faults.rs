@@ -4,38 +4,20 @@
 //! `{"method":"POST","path":"/v1/sandboxes/*/exec","query":"stream=true","nth":1,"times":1,
 //!   "action":{"kind":"cutStream","afterFrames":2}}`.
 
-use std::sync::Mutex;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-fn one() -> u64 {
-    1
-}
+use crate::common::faults;
+
 fn redirect_status() -> u16 {
     302
 }
 
-/// Which requests a fault applies to, and when.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FaultRule {
-    /// HTTP method; any when absent.
-    #[serde(default)]
-    pub method: Option<String>,
-    /// Path pattern: `*` matches one segment, a final `**` any rest (`/v1/sandboxes/*/exec`).
-    pub path: String,
-    /// Substring the query string must contain (e.g. `stream=true`); any when absent.
-    #[serde(default)]
-    pub query: Option<String>,
-    /// The first matching request (1-based) the fault fires on.
-    #[serde(default = "one")]
-    pub nth: u64,
-    /// How many consecutive matching requests it fires on; 0 = every one from `nth` on.
-    #[serde(default = "one")]
-    pub times: u64,
-    pub action: FaultAction,
-}
+/// Which requests a fault applies to, and when (see [`crate::common::faults::FaultRule`]).
+pub type FaultRule = faults::FaultRule<FaultAction>;
+/// A rule with its counters, as listed by the control API.
+pub type FaultEntry = faults::FaultEntry<FaultAction>;
+pub type Faults = faults::Faults<FaultAction>;
 
 /// What happens to a matched request. `after: true` lets the request take effect first and
 /// then replaces its response (the "it happened but the client never heard" case).
@@ -153,113 +135,12 @@ impl FaultAction {
     }
 }
 
-/// A rule with its counters, as listed by the control API.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FaultEntry {
-    pub id: u64,
-    pub rule: FaultRule,
-    /// Requests that matched the rule so far.
-    pub matched: u64,
-    /// Requests the fault was applied to.
-    pub fired: u64,
-}
-
-#[derive(Default)]
-pub struct Faults {
-    inner: Mutex<(u64, Vec<FaultEntry>)>,
-}
-
-impl Faults {
-    /// Adds a rule; returns its id.
-    pub fn add(&self, rule: FaultRule) -> u64 {
-        let mut inner = self.inner.lock().unwrap();
-        inner.0 += 1;
-        let id = inner.0;
-        inner.1.push(FaultEntry {
-            id,
-            rule,
-            matched: 0,
-            fired: 0,
-        });
-        id
-    }
-
-    pub fn remove(&self, id: u64) -> bool {
-        let mut inner = self.inner.lock().unwrap();
-        let before = inner.1.len();
-        inner.1.retain(|e| e.id != id);
-        inner.1.len() != before
-    }
-
-    pub fn clear(&self) {
-        self.inner.lock().unwrap().1.clear();
-    }
-
-    pub fn list(&self) -> Vec<FaultEntry> {
-        self.inner.lock().unwrap().1.clone()
-    }
-
-    /// Counts the request against every rule and returns the faults that fire, in rule order.
-    pub fn select(&self, method: &str, path: &str, query: Option<&str>) -> Vec<(u64, FaultAction)> {
-        let mut inner = self.inner.lock().unwrap();
-        let mut fired = Vec::new();
-        for entry in inner.1.iter_mut() {
-            let rule = &entry.rule;
-            let method_ok = rule
-                .method
-                .as_deref()
-                .is_none_or(|m| m.eq_ignore_ascii_case(method));
-            let query_ok = rule
-                .query
-                .as_deref()
-                .is_none_or(|q| query.unwrap_or("").contains(q));
-            if !(method_ok && query_ok && path_matches(&rule.path, path)) {
-                continue;
-            }
-            entry.matched += 1;
-            let n = entry.matched;
-            if n >= rule.nth && (rule.times == 0 || n < rule.nth + rule.times) {
-                entry.fired += 1;
-                fired.push((entry.id, rule.action.clone()));
-            }
-        }
-        fired
-    }
-}
-
-/// Segment-wise glob: `*` is one segment, a trailing `**` is any remainder.
-pub fn path_matches(pattern: &str, path: &str) -> bool {
-    let pat: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
-    let segs: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    for (i, p) in pat.iter().enumerate() {
-        if *p == "**" && i == pat.len() - 1 {
-            return segs.len() >= i;
-        }
-        match segs.get(i) {
-            Some(s) if *p == "*" || p == s => {}
-            _ => return false,
-        }
-    }
-    pat.len() == segs.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn matches_paths_and_counts_nth() {
-        assert!(path_matches(
-            "/v1/sandboxes/*/exec",
-            "/v1/sandboxes/sb_1/exec"
-        ));
-        assert!(!path_matches(
-            "/v1/sandboxes/*/exec",
-            "/v1/sandboxes/sb_1/exec/x"
-        ));
-        assert!(path_matches("/v1/sandboxes/**", "/v1/sandboxes/a/b/c"));
-        assert!(!path_matches("/v1/sandboxes/*", "/v1/sandboxes"));
         let f = Faults::default();
         let rule: FaultRule = serde_json::from_value(serde_json::json!({
             "method": "GET", "path": "/v1/rootfs", "nth": 2,

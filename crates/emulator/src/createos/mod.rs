@@ -83,7 +83,7 @@ impl CreateOsEmulator {
             bwrap,
             work_dir,
             sandboxes: Mutex::new(Default::default()),
-            live_trees: Arc::default(),
+            live_trees: state::LiveTrees::default(),
             log: request_log::RequestLog::new(started, opts.request_log_limit),
             faults: faults::Faults::default(),
             shutting_down: AtomicBool::new(false),

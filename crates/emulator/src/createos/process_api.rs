@@ -13,7 +13,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::command::{argv, opt_str};
+use super::command::{Command, opt_str};
 use super::envelope::{ApiError, json_object, ok, success};
 use super::ndjson::{self, ChunkSender, PROCESS_HEARTBEAT, heartbeat, line};
 use super::process::ManagedProcess;
@@ -70,9 +70,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let sb = app.running_sandbox(&id)?;
     let req = json_object(&body)?;
-    let argv = argv(&req)?;
-    let cwd = opt_str(&req, "cwd")?;
-    let env = sb.check_env_overrides(req.get("env"))?;
+    let Command { argv, cwd, env } = Command::parse(&sb, &req)?;
     let pty = pty_size(req.get("pty"))?;
     let running = sb
         .processes

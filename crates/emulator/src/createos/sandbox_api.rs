@@ -204,24 +204,8 @@ pub async fn pause(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let sb = app.sandbox(&id)?;
-    {
-        let mut info = sb.info.lock().unwrap();
-        let status = info.lifecycle.current();
-        if status != Status::Running {
-            return Err(ApiError::conflict(
-                "invalid_state",
-                format!("cannot pause a sandbox that is {}", status.as_str()),
-            ));
-        }
-        info.lifecycle.begin(
-            Status::Pausing,
-            Status::Paused,
-            app.settings.transition_delay(),
-        );
-    }
-    sb.freeze(true);
-    Ok(success(StatusCode::ACCEPTED, sb.view()))
+    let pausing = (Status::Pausing, Status::Paused);
+    begin_transition(&app, &id, "pause", &[Status::Running], pausing, true)
 }
 
 /// Starts `resuming` from `paused` or `error`; 409 otherwise. 202: poll for `running`.
@@ -229,24 +213,42 @@ pub async fn resume(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let sb = app.sandbox(&id)?;
+    let from = [Status::Paused, Status::Error];
+    let resuming = (Status::Resuming, Status::Running);
+    begin_transition(&app, &id, "resume", &from, resuming, false)
+}
+
+/// Starts the transition `(via, to)` of a sandbox whose status is one of `from` (409
+/// otherwise, naming `verb`), then freezes or thaws its processes at once. 202 with the view.
+fn begin_transition(
+    app: &App,
+    id: &str,
+    verb: &str,
+    from: &[Status],
+    (via, to): (Status, Status),
+    freeze: bool,
+) -> Result<Response, ApiError> {
+    let sb = app.sandbox(id)?;
     {
         let mut info = sb.info.lock().unwrap();
-        let status = info.lifecycle.current();
-        if !matches!(status, Status::Paused | Status::Error) {
-            return Err(ApiError::conflict(
-                "invalid_state",
-                format!("cannot resume a sandbox that is {}", status.as_str()),
-            ));
-        }
-        info.lifecycle.begin(
-            Status::Resuming,
-            Status::Running,
-            app.settings.transition_delay(),
-        );
+        require_status(verb, info.lifecycle.current(), from)?;
+        info.lifecycle
+            .begin(via, to, app.settings.transition_delay());
     }
-    sb.freeze(false);
+    sb.freeze(freeze);
     Ok(success(StatusCode::ACCEPTED, sb.view()))
+}
+
+/// 409 `invalid_state` (naming `verb`) unless `status` is one of `allowed`.
+fn require_status(verb: &str, status: Status, allowed: &[Status]) -> Result<(), ApiError> {
+    if allowed.contains(&status) {
+        Ok(())
+    } else {
+        Err(ApiError::conflict(
+            "invalid_state",
+            format!("cannot {verb} a sandbox that is {}", status.as_str()),
+        ))
+    }
 }
 
 /// Copies a paused (or running) sandbox's filesystem into a new sandbox; 409 while the
@@ -263,13 +265,7 @@ pub async fn fork(
     let egress = egress_list(req.get("egress"))?;
     let ingress = opt_bool(&req, "ingress_enabled")?;
     let seconds = auto_pause(req.get("auto_pause_after_seconds"))?;
-    let status = src.status();
-    if !matches!(status, Status::Paused | Status::Running) {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!("cannot fork a sandbox that is {}", status.as_str()),
-        ));
-    }
+    require_status("fork", src.status(), &[Status::Paused, Status::Running])?;
     let new_id = new_id("sb");
     let root = src.root.fork_to(app.work_dir.join(&new_id)).await?;
     let info = {

@@ -1,41 +1,23 @@
 //! The HTTP front: our own accept loop (so a fault can drop a connection with no response at
 //! all), then for every API request: body cap, request log, faults, auth, routing.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 use super::envelope::ApiError;
 use super::faults::FaultAction;
 use super::state::App;
 use super::stream_faults;
-
-/// Returned by the service to make hyper close the connection without answering.
-#[derive(Debug)]
-pub struct DropConnection;
-impl std::fmt::Display for DropConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("emulator fault: connection dropped")
-    }
-}
-impl std::error::Error for DropConnection {}
-
-type Reply = Result<Response<Body>, DropConnection>;
+use crate::common::serve::{self, DropConnection, FaultDelay, Listen, Reply, infallible};
 
 /// Accepts connections until `stop` flips, then aborts every open connection.
 pub async fn serve(
@@ -43,26 +25,14 @@ pub async fn serve(
     app: Arc<App>,
     api: Router,
     control: Router,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                let (app, api, control) = (app.clone(), api.clone(), control.clone());
-                conns.spawn(async move {
-                    let svc = service_fn(move |req| handle(app.clone(), api.clone(), control.clone(), req));
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = stop.changed() => break,
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+    let listen = Listen {
+        tls: None,
+        upgrades: false,
+    };
+    let handle = move |req| handle(app.clone(), api.clone(), control.clone(), req);
+    serve::accept_loop(listener, listen, handle, stop).await;
 }
 
 async fn handle(app: Arc<App>, api: Router, control: Router, req: Request<Incoming>) -> Reply {
@@ -77,51 +47,26 @@ async fn handle(app: Arc<App>, api: Router, control: Router, req: Request<Incomi
         .get("x-api-key")
         .is_some_and(|k| k.as_bytes() == app.api_key.as_bytes());
     let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, app.opts.max_request_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            let seq = app
-                .log
-                .push(&method, &path, query.as_deref(), &[], authorized);
-            app.log.set_status(seq, 413);
-            return Ok(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!(
-                    "request bodies are limited to {} bytes",
-                    app.opts.max_request_body_bytes
-                ),
-            )
-            .into_response());
-        }
-        Err(_) => return Err(DropConnection),
+    let Some(body) = serve::read_body(body, app.opts.max_request_body_bytes).await? else {
+        let seq = app
+            .log
+            .push(&method, &path, query.as_deref(), &[], authorized);
+        app.log.set_status(seq, 413);
+        return Ok(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!(
+                "request bodies are limited to {} bytes",
+                app.opts.max_request_body_bytes
+            ),
+        )
+        .into_response());
     };
     let seq = app
         .log
         .push(&method, &path, query.as_deref(), &body, authorized);
-
-    let fired = app.faults.select(&method, &path, query.as_deref());
-    if !fired.is_empty() {
-        app.log
-            .set_faults(seq, fired.iter().map(|(id, _)| *id).collect());
-    }
-    let delay: u64 = fired
-        .iter()
-        .map(|(_, a)| match a {
-            FaultAction::Delay { ms } => *ms,
-            _ => 0,
-        })
-        .sum();
-    if delay > 0 {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-    }
-    let fault = fired
-        .into_iter()
-        .map(|(_, a)| a)
-        .find(|a| !matches!(a, FaultAction::Delay { .. }));
+    let fault =
+        serve::select_fault(&app.log, &app.faults, seq, &method, &path, query.as_deref()).await;
 
     let reply = match &fault {
         Some(f) if !f.is_stream_fault() && !replaces_after(f) => fault_reply(f),
@@ -153,10 +98,12 @@ async fn handle(app: Arc<App>, api: Router, control: Router, req: Request<Incomi
     reply
 }
 
-fn infallible(r: Result<axum::response::Response, Infallible>) -> Response<Body> {
-    match r {
-        Ok(resp) => resp,
-        Err(never) => match never {},
+impl FaultDelay for FaultAction {
+    fn delay_ms(&self) -> Option<u64> {
+        match self {
+            FaultAction::Delay { ms } => Some(*ms),
+            _ => None,
+        }
     }
 }
 

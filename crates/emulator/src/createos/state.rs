@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -29,8 +29,8 @@ pub struct App {
     /// Private temp directory; every sandbox root lives inside and it is removed on shutdown.
     pub work_dir: PathBuf,
     pub sandboxes: Mutex<BTreeMap<String, Arc<Sandbox>>>,
-    /// Sandboxed process trees currently alive (managed processes, execs, file transfers).
-    pub live_trees: Arc<AtomicUsize>,
+    /// Sandboxed process trees not yet reaped (managed processes, execs, file transfers).
+    pub live_trees: LiveTrees,
     pub log: RequestLog,
     pub faults: Faults,
     pub shutting_down: AtomicBool,
@@ -133,22 +133,46 @@ impl App {
     }
 }
 
+/// Every registered process tree of the emulator, for leak accounting.
+#[derive(Clone, Default)]
+pub struct LiveTrees(Arc<Mutex<HashMap<u64, Arc<ProcessTree>>>>);
+
+impl LiveTrees {
+    /// Trees with a process still alive. A killed tree stops counting as soon as its processes
+    /// are gone, not when the task that follows it gets round to reaping it: a test that has
+    /// just deleted a sandbox must see zero, not a tree in the middle of being collected.
+    pub fn alive(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|tree| !tree.is_dead())
+            .count()
+    }
+}
+
 /// Registration of one live tree; dropped after the tree has been reaped.
 pub struct TreeGuard {
     sandbox: Arc<Sandbox>,
     key: u64,
-    live: Arc<AtomicUsize>,
+    live: LiveTrees,
 }
 
 impl TreeGuard {
-    fn register(sb: &Arc<Sandbox>, tree: Arc<ProcessTree>, live: Arc<AtomicUsize>) -> Self {
+    fn register(sb: &Arc<Sandbox>, tree: Arc<ProcessTree>, live: LiveTrees) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let key = NEXT.fetch_add(1, Ordering::Relaxed);
         if sb.status().frozen() {
             tree.freeze(true);
         }
-        sb.trees.lock().unwrap().insert(key, tree);
-        live.fetch_add(1, Ordering::SeqCst);
+        sb.trees.lock().unwrap().insert(key, tree.clone());
+        // A launch can race a delete: `destroy` marks the sandbox destroyed before it takes its
+        // snapshot of the trees, so a tree inserted after that snapshot sees the mark here and
+        // is killed instead of outliving its sandbox.
+        if sb.status() == Status::Destroyed {
+            tree.kill();
+        }
+        live.0.lock().unwrap().insert(key, tree);
         TreeGuard {
             sandbox: sb.clone(),
             key,
@@ -160,7 +184,7 @@ impl TreeGuard {
 impl Drop for TreeGuard {
     fn drop(&mut self) {
         self.sandbox.trees.lock().unwrap().remove(&self.key);
-        self.live.fetch_sub(1, Ordering::SeqCst);
+        self.live.0.lock().unwrap().remove(&self.key);
     }
 }
 

@@ -20,19 +20,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::controllers::apply_sandbox_plan;
-use super::faults::FaultRule;
+use super::faults::{FaultAction, Faults};
 use super::options::{SandboxPlan, Settings, SettingsPatch};
 use super::pods;
+use super::request_log::{RequestLog, RequestRecord};
 use super::state::{App, DenyRule};
 use super::store::ObjKey;
+use crate::common::control::{self, Control};
 
 /// Live objects and processes, for "nothing leaked" assertions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -120,53 +121,37 @@ impl App {
     }
 }
 
+impl Control for App {
+    type Record = RequestRecord;
+    type Action = FaultAction;
+    fn request_log(&self) -> &RequestLog {
+        &self.log
+    }
+    fn fault_rules(&self) -> &Faults {
+        &self.faults
+    }
+    fn reset_all(self: &Arc<Self>) {
+        self.reset();
+    }
+}
+
 pub fn router(app: Arc<App>, endpoints: Arc<std::sync::Mutex<Option<Endpoints>>>) -> Router {
     let info = move || {
         let e = endpoints.lock().unwrap().clone();
         async move { Json(json!(e)) }
     };
-    Router::new()
-        .route(
-            "/_emulator/health",
-            get(|| async { Json(json!({ "ok": true })) }),
-        )
+    let own = Router::new()
         .route("/_emulator/info", get(info))
-        .route("/_emulator/requests", get(requests).delete(clear_requests))
         .route("/_emulator/counts", get(counts))
         .route("/_emulator/objects", get(objects))
-        .route(
-            "/_emulator/faults",
-            get(list_faults).post(add_fault).delete(clear_faults),
-        )
-        .route("/_emulator/faults/{id}", delete(remove_fault))
         .route(
             "/_emulator/deny",
             get(list_deny).post(add_deny).delete(clear_deny),
         )
         .route("/_emulator/settings", get(settings).patch(update_settings))
         .route("/_emulator/sandboxes/{ns}/{name}/plan", post(sandbox_plan))
-        .route("/_emulator/pods/{ns}/{name}/fail", post(fail_pod))
-        .route("/_emulator/reset", post(reset))
-        .fallback(|| async {
-            (
-                StatusCode::NOT_FOUND,
-                Json(json!({ "error": "no such control route" })),
-            )
-        })
-        .with_state(app)
-}
-
-async fn requests(
-    State(app): State<Arc<App>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Json<Value> {
-    let since = q.get("since").and_then(|s| s.parse().ok()).unwrap_or(0);
-    Json(json!({ "requests": app.log.snapshot(since) }))
-}
-
-async fn clear_requests(State(app): State<Arc<App>>) -> Json<Value> {
-    app.log.clear();
-    Json(json!({ "ok": true }))
+        .route("/_emulator/pods/{ns}/{name}/fail", post(fail_pod));
+    control::router(app, own)
 }
 
 async fn counts(State(app): State<Arc<App>>) -> Json<KubeCounts> {
@@ -192,43 +177,18 @@ async fn objects(
     Json(json!({ "items": items }))
 }
 
-async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!({ "faults": app.faults.list() }))
-}
-
-async fn add_fault(State(app): State<Arc<App>>, Json(rule): Json<FaultRule>) -> Json<Value> {
-    Json(json!({ "id": app.faults.add(rule) }))
-}
-
-async fn clear_faults(State(app): State<Arc<App>>) -> Json<Value> {
-    app.faults.clear();
-    Json(json!({ "ok": true }))
-}
-
-async fn remove_fault(State(app): State<Arc<App>>, Path(id): Path<u64>) -> Response {
-    if app.faults.remove(id) {
-        Json(json!({ "ok": true })).into_response()
-    } else {
-        (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "no such fault" })),
-        )
-            .into_response()
-    }
-}
-
 async fn list_deny(State(app): State<Arc<App>>) -> Json<Value> {
     Json(json!({ "rules": *app.deny.lock().unwrap() }))
 }
 
 async fn add_deny(State(app): State<Arc<App>>, Json(rule): Json<DenyRule>) -> Json<Value> {
     app.deny.lock().unwrap().push(rule);
-    Json(json!({ "ok": true }))
+    control::ok()
 }
 
 async fn clear_deny(State(app): State<Arc<App>>) -> Json<Value> {
     app.deny.lock().unwrap().clear();
-    Json(json!({ "ok": true }))
+    control::ok()
 }
 
 async fn settings(State(app): State<Arc<App>>) -> Json<Settings> {
@@ -250,13 +210,9 @@ async fn sandbox_plan(
     Json(plan): Json<SandboxPlan>,
 ) -> Response {
     if apply_sandbox_plan(&app, &ns, &name, &plan) {
-        Json(json!({ "ok": true })).into_response()
+        control::ok().into_response()
     } else {
-        (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "no such sandbox" })),
-        )
-            .into_response()
+        control::not_found("no such sandbox")
     }
 }
 
@@ -275,11 +231,7 @@ async fn fail_pod(
 ) -> Response {
     let key = ObjKey::pod(&ns, &name);
     if app.store.get(&key).is_none() {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "no such pod" })),
-        )
-            .into_response();
+        return control::not_found("no such pod");
     }
     pods::fail_pod(
         &app,
@@ -287,11 +239,5 @@ async fn fail_pod(
         body.reason.as_deref().unwrap_or("Evicted"),
         body.message.as_deref().unwrap_or("failed by the emulator"),
     );
-    Json(json!({ "ok": true })).into_response()
-}
-
-async fn reset(State(app): State<Arc<App>>) -> Json<Value> {
-    let app2 = app.clone();
-    let _ = tokio::task::spawn_blocking(move || app2.reset()).await;
-    Json(json!({ "ok": true }))
+    control::ok().into_response()
 }

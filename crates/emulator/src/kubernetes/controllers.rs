@@ -383,7 +383,7 @@ fn sandbox_pod_manifest(app: &App, sb: &Value, key: &ObjKey) -> Value {
     } else {
         key.name.clone()
     };
-    let mut metadata = json!({
+    let metadata = json!({
         "name": name,
         "namespace": key.namespace,
         "labels": labels,
@@ -396,15 +396,7 @@ fn sandbox_pod_manifest(app: &App, sb: &Value, key: &ObjKey) -> Value {
             "blockOwnerDeletion": true,
         }],
     });
-    if let Some(a) = template.pointer("/metadata/annotations") {
-        metadata["annotations"] = a.clone();
-    }
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": template.get("spec").cloned().unwrap_or(json!({})),
-    })
+    pod_from_template(&template, metadata)
 }
 
 async fn run_sandbox(app: Arc<App>, key: ObjKey, uid: String) {
@@ -521,6 +513,19 @@ enum PodEnd {
     JobGone,
 }
 
+/// A pod with `metadata` (plus the template's annotations) and the template's spec.
+fn pod_from_template(template: &Value, mut metadata: Value) -> Value {
+    if let Some(a) = template.pointer("/metadata/annotations") {
+        metadata["annotations"] = a.clone();
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": template.get("spec").cloned().unwrap_or(json!({})),
+    })
+}
+
 fn job_pod_manifest(job: &Value, key: &ObjKey) -> Value {
     let uid = uid_of(job);
     let template = job.pointer("/spec/template").cloned().unwrap_or(json!({}));
@@ -536,7 +541,7 @@ fn job_pod_manifest(job: &Value, key: &ObjKey) -> Value {
     ] {
         labels[k] = json!(v);
     }
-    let mut metadata = json!({
+    let metadata = json!({
         "name": format!("{}-{}", key.name, name_suffix(5)),
         "generateName": format!("{}-", key.name),
         "namespace": key.namespace,
@@ -546,15 +551,7 @@ fn job_pod_manifest(job: &Value, key: &ObjKey) -> Value {
             "controller": true, "blockOwnerDeletion": true,
         }],
     });
-    if let Some(a) = template.pointer("/metadata/annotations") {
-        metadata["annotations"] = a.clone();
-    }
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": template.get("spec").cloned().unwrap_or(json!({})),
-    })
+    pod_from_template(&template, metadata)
 }
 
 fn update_job_status(app: &App, key: &ObjKey, f: impl FnOnce(&mut serde_json::Map<String, Value>)) {

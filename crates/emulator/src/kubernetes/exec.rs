@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::faults::FaultAction;
-use super::pods::{ContainerEnv, PodRuntime, effective_argv};
+use super::pods::{self, ContainerEnv, PodRuntime, effective_argv};
 use super::route::{Query, ResourceRequest};
 use super::state::App;
 use super::status::{KubeError, KubeResult};
@@ -89,30 +89,7 @@ pub fn prepare(
             "you must specify at least 1 of stdin, stdout, stderr",
         ));
     }
-    let names: Vec<String> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| {
-            cs.iter()
-                .filter_map(|c| c["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let container_name = match q.get("container") {
-        Some(c) if !names.iter().any(|n| n == c) => {
-            return Err(KubeError::bad_request(format!(
-                "container {c} is not valid for pod {name}"
-            )));
-        }
-        Some(c) => c.to_string(),
-        None if names.len() == 1 => names[0].clone(),
-        None => {
-            return Err(KubeError::bad_request(format!(
-                "a container name must be specified for pod {name}, choose one of: [{}]",
-                names.join(" ")
-            )));
-        }
-    };
+    let container_name = pods::container_named(&pod, &name, q.get("container"))?;
     let phase = pod
         .pointer("/status/phase")
         .and_then(Value::as_str)

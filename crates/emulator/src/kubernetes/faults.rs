@@ -5,35 +5,16 @@
 //!   "action":{"kind":"status","code":503}}`. Watch and exec faults act on the stream once it
 //! runs: `{"kind":"cutWatch","afterEvents":1}`, `{"kind":"cutExec","afterFrames":2}`.
 
-use std::sync::Mutex;
-
 use serde::{Deserialize, Serialize};
 
 use super::status::KubeError;
+use crate::common::faults;
 
-fn one() -> u64 {
-    1
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FaultRule {
-    /// HTTP method; any when absent.
-    #[serde(default)]
-    pub method: Option<String>,
-    /// Path pattern: `*` matches one segment, a final `**` any rest.
-    pub path: String,
-    /// Substring the query string must contain (e.g. `watch=true`); any when absent.
-    #[serde(default)]
-    pub query: Option<String>,
-    /// The first matching request (1-based) the fault fires on.
-    #[serde(default = "one")]
-    pub nth: u64,
-    /// How many consecutive matching requests it fires on; 0 = every one from `nth` on.
-    #[serde(default = "one")]
-    pub times: u64,
-    pub action: FaultAction,
-}
+/// Which requests a fault applies to, and when (see [`crate::common::faults::FaultRule`]).
+pub type FaultRule = faults::FaultRule<FaultAction>;
+/// A rule with its counters, as listed by the control API.
+pub type FaultEntry = faults::FaultEntry<FaultAction>;
+pub type Faults = faults::Faults<FaultAction>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -117,93 +98,6 @@ impl FaultAction {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FaultEntry {
-    pub id: u64,
-    pub rule: FaultRule,
-    pub matched: u64,
-    pub fired: u64,
-}
-
-#[derive(Default)]
-pub struct Faults {
-    inner: Mutex<(u64, Vec<FaultEntry>)>,
-}
-
-impl Faults {
-    pub fn add(&self, rule: FaultRule) -> u64 {
-        let mut inner = self.inner.lock().unwrap();
-        inner.0 += 1;
-        let id = inner.0;
-        inner.1.push(FaultEntry {
-            id,
-            rule,
-            matched: 0,
-            fired: 0,
-        });
-        id
-    }
-
-    pub fn remove(&self, id: u64) -> bool {
-        let mut inner = self.inner.lock().unwrap();
-        let before = inner.1.len();
-        inner.1.retain(|e| e.id != id);
-        inner.1.len() != before
-    }
-
-    pub fn clear(&self) {
-        self.inner.lock().unwrap().1.clear();
-    }
-
-    pub fn list(&self) -> Vec<FaultEntry> {
-        self.inner.lock().unwrap().1.clone()
-    }
-
-    /// Counts the request against every rule; returns the faults that fire, in rule order.
-    pub fn select(&self, method: &str, path: &str, query: Option<&str>) -> Vec<(u64, FaultAction)> {
-        let mut inner = self.inner.lock().unwrap();
-        let mut fired = Vec::new();
-        for entry in inner.1.iter_mut() {
-            let rule = &entry.rule;
-            let method_ok = rule
-                .method
-                .as_deref()
-                .is_none_or(|m| m.eq_ignore_ascii_case(method));
-            let query_ok = rule
-                .query
-                .as_deref()
-                .is_none_or(|q| query.unwrap_or("").contains(q));
-            if !(method_ok && query_ok && path_matches(&rule.path, path)) {
-                continue;
-            }
-            entry.matched += 1;
-            let n = entry.matched;
-            if n >= rule.nth && (rule.times == 0 || n < rule.nth + rule.times) {
-                entry.fired += 1;
-                fired.push((entry.id, rule.action.clone()));
-            }
-        }
-        fired
-    }
-}
-
-/// Segment-wise glob: `*` is one segment, a trailing `**` is any remainder.
-pub fn path_matches(pattern: &str, path: &str) -> bool {
-    let pat: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
-    let segs: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    for (i, p) in pat.iter().enumerate() {
-        if *p == "**" && i == pat.len() - 1 {
-            return segs.len() >= i;
-        }
-        match segs.get(i) {
-            Some(s) if *p == "*" || p == s => {}
-            _ => return false,
-        }
-    }
-    pat.len() == segs.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,7 +118,6 @@ mod tests {
         assert_eq!(hit("/api/v1/namespaces/a/pods/y"), 1);
         assert_eq!(hit("/api/v1/namespaces/a/pods/y"), 1);
         assert_eq!(hit("/api/v1/namespaces/a/pods/y"), 0);
-        assert!(path_matches("/apis/**", "/apis/batch/v1/jobs"));
         let cut: FaultAction =
             serde_json::from_value(json!({ "kind": "cutExec", "afterFrames": 2 })).unwrap();
         assert_eq!(

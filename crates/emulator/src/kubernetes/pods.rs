@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use super::options::SandboxPlan;
 use super::state::App;
+use super::status::{KubeError, KubeResult};
 use super::store::{ObjKey, meta_str};
 use super::util::now;
 use crate::sandbox_runner::{
@@ -308,6 +309,31 @@ fn resolve_env(
         out.push(("HOME".into(), "/root".into()));
     }
     Ok(out)
+}
+
+/// The container a `pods/exec` or `pods/log` request means: the one named `wanted`, or the
+/// pod's only container; 400 (with the API server's message) otherwise.
+pub fn container_named(pod: &Value, pod_name: &str, wanted: Option<&str>) -> KubeResult<String> {
+    let names: Vec<String> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    match wanted {
+        Some(c) if !names.iter().any(|n| n == c) => Err(KubeError::bad_request(format!(
+            "container {c} is not valid for pod {pod_name}"
+        ))),
+        Some(c) => Ok(c.to_string()),
+        None if names.len() == 1 => Ok(names[0].clone()),
+        None => Err(KubeError::bad_request(format!(
+            "a container name must be specified for pod {pod_name}, choose one of: [{}]",
+            names.join(" ")
+        ))),
+    }
 }
 
 fn containers_of(pod: &Value) -> Vec<Value> {
@@ -706,17 +732,8 @@ async fn drive_pod(app: &Arc<App>, rt: &Arc<PodRuntime>, key: &ObjKey) -> Option
         }
         Err(()) => {
             rt.kill();
-            let status = terminated_status(
-                &pod,
-                &uid,
-                "Failed",
-                &HashMap::new(),
-                Some((
-                    "DeadlineExceeded",
-                    "Pod was active on the node longer than the specified deadline",
-                )),
-            );
-            set_status(app, key, status);
+            let why = "Pod was active on the node longer than the specified deadline";
+            set_failed(app, key, &pod, &uid, ("DeadlineExceeded", why));
         }
     }
     Some(())
@@ -757,12 +774,11 @@ pub fn fail_pod(app: &App, key: &ObjKey, reason: &str, message: &str) {
     if let Some(rt) = app.pod_runtime(&uid) {
         rt.kill();
     }
-    let status = terminated_status(
-        &pod,
-        &uid,
-        "Failed",
-        &HashMap::new(),
-        Some((reason, message)),
-    );
+    set_failed(app, key, &pod, &uid, (reason, message));
+}
+
+/// Records the pod as Failed for `(reason, message)`, its containers with no exit codes.
+fn set_failed(app: &App, key: &ObjKey, pod: &Value, uid: &str, why: (&str, &str)) {
+    let status = terminated_status(pod, uid, "Failed", &HashMap::new(), Some(why));
     set_status(app, key, status);
 }

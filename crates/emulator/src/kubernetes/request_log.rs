@@ -1,16 +1,10 @@
 //! The request log: every API request (control-API requests excluded) with its Kubernetes
 //! attributes (verb, resource, namespace, name), so tests can assert a client's exact calls.
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
-use std::time::{Instant, SystemTime};
-
 use serde::Serialize;
 use serde_json::Value;
 
-use super::util::unix_ms;
-
-const KEEP_JSON_BODY_BYTES: usize = 64 * 1024;
+use crate::common::request_log::{self, body_json};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,62 +40,19 @@ pub struct RequestRecord {
     pub faults: Vec<u64>,
 }
 
-pub struct RequestLog {
-    started: Instant,
-    limit: usize,
-    inner: Mutex<(u64, VecDeque<RequestRecord>)>,
-}
+request_log::impl_record!(RequestRecord);
+
+pub type RequestLog = request_log::RequestLog<RequestRecord>;
 
 impl RequestLog {
-    pub fn new(started: Instant, limit: usize) -> Self {
-        RequestLog {
-            started,
-            limit: limit.max(1),
-            inner: Mutex::new((0, VecDeque::new())),
-        }
-    }
-
     /// Records a request (its `seq` is assigned here) and returns the sequence number.
     pub fn push(&self, mut record: RequestRecord, body: &[u8]) -> u64 {
-        record.at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        record.unix_ms = unix_ms(SystemTime::now());
+        let arrival = self.arrival();
+        record.at_ms = arrival.at_ms;
+        record.unix_ms = arrival.unix_ms;
         record.body_len = body.len();
-        record.body_json = (!body.is_empty() && body.len() <= KEEP_JSON_BODY_BYTES)
-            .then(|| serde_json::from_slice(body).ok())
-            .flatten();
-        let mut inner = self.inner.lock().unwrap();
-        inner.0 += 1;
-        record.seq = inner.0;
-        inner.1.push_back(record);
-        while inner.1.len() > self.limit {
-            inner.1.pop_front();
-        }
-        inner.0
-    }
-
-    fn update(&self, seq: u64, f: impl FnOnce(&mut RequestRecord)) {
-        let mut inner = self.inner.lock().unwrap();
-        if let Some(r) = inner.1.iter_mut().rev().find(|r| r.seq == seq) {
-            f(r);
-        }
-    }
-
-    pub fn set_status(&self, seq: u64, status: u16) {
-        self.update(seq, |r| r.status = Some(status));
-    }
-
-    pub fn set_faults(&self, seq: u64, faults: Vec<u64>) {
-        self.update(seq, |r| r.faults = faults);
-    }
-
-    /// Records with `seq > since`.
-    pub fn snapshot(&self, since: u64) -> Vec<RequestRecord> {
-        let inner = self.inner.lock().unwrap();
-        inner.1.iter().filter(|r| r.seq > since).cloned().collect()
-    }
-
-    pub fn clear(&self) {
-        self.inner.lock().unwrap().1.clear();
+        record.body_json = body_json(body);
+        self.append(|seq| RequestRecord { seq, ..record })
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::faults::FaultAction;
 use super::objects;
 use super::patch;
+use super::pods;
 use super::resources::{ResourceType, version_info};
 use super::route::{Query, ResourceRequest, Route};
 use super::selectors::{FieldSelector, LabelSelector};
@@ -490,32 +491,7 @@ fn pod_log(app: &App, rt: &ResourceType, key: &ObjKey, q: &Query) -> KubeResult<
         .store
         .get(key)
         .ok_or_else(|| KubeError::not_found(rt, &key.name))?;
-    let names: Vec<String> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| {
-            cs.iter()
-                .filter_map(|c| c["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let container = match q.get("container") {
-        Some(c) if !names.iter().any(|n| n == c) => {
-            return Err(KubeError::bad_request(format!(
-                "container {c} is not valid for pod {}",
-                key.name
-            )));
-        }
-        Some(c) => c.to_string(),
-        None if names.len() == 1 => names[0].clone(),
-        None => {
-            return Err(KubeError::bad_request(format!(
-                "a container name must be specified for pod {}, choose one of: [{}]",
-                key.name,
-                names.join(" ")
-            )));
-        }
-    };
+    let container = pods::container_named(&pod, &key.name, q.get("container"))?;
     let uid = meta_str(&pod, "uid").unwrap_or_default();
     let waiting = pod
         .pointer("/status/containerStatuses")

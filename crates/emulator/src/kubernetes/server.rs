@@ -2,21 +2,14 @@
 //! then for every API request: request log, faults, bearer-token auth, routing, and the
 //! WebSocket upgrade of `pods/exec`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, Response, header};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use axum::http::{Request, header};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
@@ -27,18 +20,7 @@ use super::rest::{self, Call};
 use super::route::{self, Query, Route};
 use super::state::App;
 use super::status::KubeError;
-
-/// Makes hyper close the connection without answering.
-#[derive(Debug)]
-pub struct DropConnection;
-impl std::fmt::Display for DropConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("emulator fault: connection dropped")
-    }
-}
-impl std::error::Error for DropConnection {}
-
-type Reply = Result<Response<Body>, DropConnection>;
+use crate::common::serve::{self, DropConnection, FaultDelay, Listen, Reply, infallible};
 
 /// Accepts connections until `stop` flips, then aborts every open connection.
 pub async fn serve(
@@ -46,47 +28,24 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     app: Arc<App>,
     control: Router,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     let scheme: &'static str = if tls.is_some() { "https" } else { "http" };
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                let (app, control, tls) = (app.clone(), control.clone(), tls.clone());
-                conns.spawn(async move {
-                    let svc = service_fn(move |req| handle(app.clone(), control.clone(), scheme, req));
-                    match tls {
-                        Some(acceptor) => {
-                            let Ok(stream) = acceptor.accept(stream).await else { return };
-                            let _ = http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .with_upgrades()
-                                .await;
-                        }
-                        None => {
-                            let _ = http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .with_upgrades()
-                                .await;
-                        }
-                    }
-                });
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = stop.changed() => break,
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+    let listen = Listen {
+        tls,
+        upgrades: true,
+    };
+    let handle = move |req| handle(app.clone(), control.clone(), scheme, req);
+    serve::accept_loop(listener, listen, handle, stop).await;
 }
 
-fn infallible(r: Result<axum::response::Response, Infallible>) -> Response<Body> {
-    match r {
-        Ok(resp) => resp,
-        Err(never) => match never {},
+impl FaultDelay for FaultAction {
+    fn delay_ms(&self) -> Option<u64> {
+        if let FaultAction::Delay { ms } = self {
+            Some(*ms)
+        } else {
+            None
+        }
     }
 }
 
@@ -160,49 +119,27 @@ async fn handle(
     }
     let on_upgrade = upgrade_exec.then(|| hyper::upgrade::on(&mut req));
     let headers = req.headers().clone();
-    let body = match Limited::new(req.into_body(), app.opts.max_request_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            let seq = app.log.push(record, &[]);
-            app.log.set_status(seq, 413);
-            return Ok(KubeError::new(
-                413,
-                "RequestEntityTooLarge",
-                "the request body is too large",
-            )
-            .into_response());
-        }
-        Err(_) => return Err(DropConnection),
+    let Some(body) = serve::read_body(req.into_body(), app.opts.max_request_body_bytes).await?
+    else {
+        let seq = app.log.push(record, &[]);
+        app.log.set_status(seq, 413);
+        return Ok(KubeError::new(
+            413,
+            "RequestEntityTooLarge",
+            "the request body is too large",
+        )
+        .into_response());
     };
     let seq = app.log.push(record, &body);
-
-    let fired = app
-        .faults
-        .select(method.as_str(), &path, raw_query.as_deref());
-    if !fired.is_empty() {
-        app.log
-            .set_faults(seq, fired.iter().map(|(id, _)| *id).collect());
-    }
-    let delay: u64 = fired
-        .iter()
-        .map(|(_, a)| {
-            if let FaultAction::Delay { ms } = a {
-                *ms
-            } else {
-                0
-            }
-        })
-        .sum();
-    if delay > 0 {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-    }
-    let fault = fired
-        .into_iter()
-        .map(|(_, a)| a)
-        .find(|a| !matches!(a, FaultAction::Delay { .. }));
+    let fault = serve::select_fault(
+        &app.log,
+        &app.faults,
+        seq,
+        method.as_str(),
+        &path,
+        raw_query.as_deref(),
+    )
+    .await;
 
     let reply: Reply = match &fault {
         Some(FaultAction::Drop { after: false }) => Err(DropConnection),

@@ -100,6 +100,19 @@ fn spec_changed(a: &Value, b: &Value) -> bool {
     strip(a) != strip(b)
 }
 
+impl Inner {
+    /// Objects of one type, in one namespace or all; sorted by namespace and name.
+    fn items(&self, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Value> {
+        self.objects
+            .iter()
+            .filter(|(k, _)| {
+                k.same_type(group, plural) && namespace.is_none_or(|ns| k.namespace == ns)
+            })
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+}
+
 impl Store {
     pub fn new(history_limit: usize) -> (Self, mpsc::UnboundedReceiver<Arc<Event>>) {
         let (controllers, rx) = mpsc::unbounded_channel();
@@ -143,14 +156,7 @@ impl Store {
     /// Objects of one type, in one namespace or all; sorted by namespace and name.
     pub fn list(&self, group: &str, plural: &str, namespace: Option<&str>) -> (Vec<Value>, u64) {
         let inner = self.inner.lock().unwrap();
-        let items = inner
-            .objects
-            .iter()
-            .filter(|(k, _)| {
-                k.same_type(group, plural) && namespace.is_none_or(|ns| k.namespace == ns)
-            })
-            .map(|(_, v)| v.clone())
-            .collect();
+        let items = inner.items(group, plural, namespace);
         (items, inner.rv)
     }
 
@@ -311,14 +317,7 @@ impl Store {
         namespace: Option<&str>,
     ) -> (Vec<Value>, u64, broadcast::Receiver<Arc<Event>>) {
         let inner = self.inner.lock().unwrap();
-        let items = inner
-            .objects
-            .iter()
-            .filter(|(k, _)| {
-                k.same_type(group, plural) && namespace.is_none_or(|ns| k.namespace == ns)
-            })
-            .map(|(_, v)| v.clone())
-            .collect();
+        let items = inner.items(group, plural, namespace);
         (items, inner.rv, self.tx.subscribe())
     }
 

@@ -1,28 +1,23 @@
 //! The `createos-emulator` binary's stdout/stdin contract, as the vitest helper uses it.
 
+use std::ffi::OsStr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+use crate::binary_util::{exit_status, start_binary};
 use crate::common::Http;
+
+const BIN: &str = env!("CARGO_BIN_EXE_createos-emulator");
 
 #[tokio::test]
 async fn binary_prints_its_url_and_exits_cleanly_when_stdin_closes() {
     let work = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_createos-emulator"))
-        .args(["--api-key", "bin-key", "--transition-ms", "0", "--work-dir"])
-        .arg(work.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let ready: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let args = ["--api-key", "bin-key", "--transition-ms", "0", "--work-dir"];
+    let args = args.iter().map(OsStr::new).chain([work.path().as_os_str()]);
+    let (mut child, ready) = start_binary(BIN, args).await;
     assert!(
         t.elapsed() < Duration::from_secs(1),
         "ready in {:?}",
@@ -40,10 +35,7 @@ async fn binary_prints_its_url_and_exits_cleanly_when_stdin_closes() {
     assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 1);
 
     drop(child.stdin.take());
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = exit_status(&mut child).await;
     assert!(status.success());
     assert_eq!(
         std::fs::read_dir(work.path()).unwrap().count(),
@@ -54,30 +46,20 @@ async fn binary_prints_its_url_and_exits_cleanly_when_stdin_closes() {
 
 #[tokio::test]
 async fn binary_exits_cleanly_on_sigterm() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_createos-emulator"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let ready: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let (mut child, ready) = start_binary(BIN, [] as [&str; 0]).await;
     assert!(ready["apiKey"].as_str().unwrap().len() > 8);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = exit_status(&mut child).await;
     assert!(status.success());
 }
 
 #[tokio::test]
 async fn binary_names_the_package_when_bwrap_is_missing() {
-    let out = Command::new(env!("CARGO_BIN_EXE_createos-emulator"))
+    let out = Command::new(BIN)
         .env("EMULATOR_BWRAP", "/nonexistent/bwrap")
         .stdin(Stdio::null())
         .output()

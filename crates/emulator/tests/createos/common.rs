@@ -5,13 +5,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use emulator::{CreateOsEmulator, EmulatorOptions};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
+use hyper::Response;
 use hyper::body::Incoming;
-use hyper::client::conn::http1;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::net::TcpStream;
+
+use super::client;
 
 pub async fn start(configure: impl FnOnce(&mut EmulatorOptions)) -> (CreateOsEmulator, Http) {
     let mut opts = EmulatorOptions::for_tests();
@@ -41,8 +40,7 @@ pub struct Resp {
 
 impl Resp {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        client::json(&self.body)
     }
     /// `data` of a success envelope.
     pub fn data(&self) -> Value {
@@ -61,24 +59,9 @@ impl Http {
         body: Option<Vec<u8>>,
         key: Option<&str>,
     ) -> Result<Response<Incoming>, hyper::Error> {
-        let stream = TcpStream::connect(&self.addr).await.expect("connect");
-        let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(conn);
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", &self.addr);
         let key = key.unwrap_or(&self.key);
-        if !key.is_empty() {
-            req = req.header("x-api-key", key);
-        }
-        if body.is_some() {
-            req = req.header("content-type", "application/json");
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .unwrap();
-        sender.send_request(req).await
+        let auth = (!key.is_empty()).then(|| ("x-api-key", key.to_string()));
+        client::send(&self.addr, method, path, body, "application/json", auth).await
     }
 
     pub async fn raw(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Resp {
@@ -112,6 +95,18 @@ impl Http {
                 done: false,
             },
         )
+    }
+
+    /// `POST /v1/sandboxes/{id}/{action}` (`pause`, `resume`, `fork`).
+    pub async fn sandbox_action(&self, id: &str, action: &str, body: Option<Value>) -> Resp {
+        let path = format!("/v1/sandboxes/{id}/{action}");
+        self.call("POST", &path, body).await
+    }
+
+    /// A streaming exec (`?stream=true`) of `body` in sandbox `id`.
+    pub async fn exec_stream(&self, id: &str, body: Value) -> (u16, Frames) {
+        let path = format!("/v1/sandboxes/{id}/exec?stream=true");
+        self.stream("POST", &path, Some(body)).await
     }
 
     /// Creates a sandbox and waits until it is running; returns its id.

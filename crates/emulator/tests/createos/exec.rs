@@ -104,13 +104,7 @@ async fn streaming_exec_frames_stdout_stderr_stdin_and_exit() {
     // The euro sign is written in two halves with a pause between: frames must carry it whole.
     let script = "cat; printf '\\xe2\\x82'; sleep 0.05; printf '\\xac\\n'; echo warn >&2; exit 4";
     let body = json!({ "cmd": "/bin/bash", "args": ["-lc", script], "stream": true, "stdin": "from stdin\n" });
-    let (status, mut frames) = http
-        .stream(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec?stream=true"),
-            Some(body),
-        )
-        .await;
+    let (status, mut frames) = http.exec_stream(&id, body).await;
     assert_eq!(status, 200);
     let frames = frames.collect().await;
     let stdout: String = frames.iter().filter_map(|f| f["stdout"].as_str()).collect();
@@ -129,13 +123,7 @@ async fn streaming_exec_sends_heartbeats_while_idle() {
     let (_emu, http) = start(|o| o.heartbeat_interval = Duration::from_millis(20)).await;
     let id = http.sandbox().await;
     let body = json!({ "cmd": "/bin/sleep", "args": ["0.3"], "stream": true });
-    let (_, mut frames) = http
-        .stream(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec?stream=true"),
-            Some(body),
-        )
-        .await;
+    let (_, mut frames) = http.exec_stream(&id, body).await;
     let mut heartbeats = 0;
     loop {
         match frames.next().await {
@@ -159,13 +147,7 @@ async fn closing_the_stream_kills_the_command() {
     let id = http.sandbox().await;
     let body =
         json!({ "cmd": "/bin/bash", "args": ["-lc", "sleep 1000 & sleep 1000"], "stream": true });
-    let (_, mut frames) = http
-        .stream(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec?stream=true"),
-            Some(body),
-        )
-        .await;
+    let (_, mut frames) = http.exec_stream(&id, body).await;
     assert!(matches!(frames.next().await, Line::Frame(_)));
     assert_eq!(emu.counts().live_processes, 1);
     drop(frames);
@@ -177,13 +159,7 @@ async fn exit_status_of_a_self_signalled_command_is_shell_style() {
     let (_emu, http) = start(|_| {}).await;
     let id = http.sandbox().await;
     let body = json!({ "cmd": "/bin/bash", "args": ["-c", "kill -TERM $$"], "stream": true });
-    let (_, mut frames) = http
-        .stream(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec?stream=true"),
-            Some(body),
-        )
-        .await;
+    let (_, mut frames) = http.exec_stream(&id, body).await;
     assert_eq!(frames.collect().await, vec![json!({ "exit_code": 143 })]);
     let background = http.bash(&id, "(sleep 987654 &); echo started").await;
     assert_eq!(background["stdout"], "started\n");

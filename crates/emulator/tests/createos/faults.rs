@@ -219,13 +219,7 @@ async fn stream_faults_apply_to_streaming_exec() {
         "action": { "kind": "errorFrame", "afterFrames": 1, "error": "boom" }
     })));
     let body = json!({ "cmd": "/bin/bash", "args": ["-c", "echo hi"], "stream": true });
-    let (_, mut s) = http
-        .stream(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec?stream=true"),
-            Some(body),
-        )
-        .await;
+    let (_, mut s) = http.exec_stream(&id, body).await;
     let frames = s.collect().await;
     assert_eq!(
         frames,

@@ -232,23 +232,13 @@ async fn pause_freezes_processes_and_resume_continues_them() {
     };
     // The command must exist before the pause for there to be something to freeze.
     assert!(eventually(Duration::from_secs(5), || async { sleep_state().is_some() }).await);
-    assert_eq!(
-        http.call("POST", &format!("/v1/sandboxes/{id}/pause"), None)
-            .await
-            .status,
-        202
-    );
+    assert_eq!(http.sandbox_action(&id, "pause", None).await.status, 202);
     let stopped = || async { sleep_state() == Some('T') };
     assert!(
         eventually(Duration::from_secs(5), stopped).await,
         "paused sandbox's process is stopped"
     );
-    assert_eq!(
-        http.call("POST", &format!("/v1/sandboxes/{id}/resume"), None)
-            .await
-            .status,
-        202
-    );
+    assert_eq!(http.sandbox_action(&id, "resume", None).await.status, 202);
     let running = || async { sleep_state() == Some('S') };
     assert!(
         eventually(Duration::from_secs(5), running).await,
@@ -277,26 +267,13 @@ async fn forks_a_paused_sandbox_with_its_files() {
         )
         .await;
     assert_eq!(out["stdout"], "ok\n");
-    assert_eq!(
-        http.call("POST", &format!("/v1/sandboxes/{src}/pause"), None)
-            .await
-            .status,
-        202
-    );
+    assert_eq!(http.sandbox_action(&src, "pause", None).await.status, 202);
     // A transition in flight: the provider retries 409s.
     let body = json!({ "start_paused": false, "egress": ["*"], "ingress_enabled": false });
-    let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{src}/fork"),
-            Some(body.clone()),
-        )
-        .await;
+    let r = http.sandbox_action(&src, "fork", Some(body.clone())).await;
     assert_eq!(r.status, 409);
     http.wait_status(&src, "paused").await;
-    let r = http
-        .call("POST", &format!("/v1/sandboxes/{src}/fork"), Some(body))
-        .await;
+    let r = http.sandbox_action(&src, "fork", Some(body)).await;
     assert_eq!(r.status, 201);
     assert_eq!(r.data()["status"], "forking");
     assert_eq!(r.data()["forked_from"], src.as_str());
@@ -310,23 +287,14 @@ async fn forks_a_paused_sandbox_with_its_files() {
         .await;
     assert_eq!(out["stdout"], "template\n");
     // The source is untouched by the fork's writes.
-    assert_eq!(
-        http.call("POST", &format!("/v1/sandboxes/{src}/resume"), None)
-            .await
-            .status,
-        202
-    );
+    assert_eq!(http.sandbox_action(&src, "resume", None).await.status, 202);
     http.wait_status(&src, "running").await;
     assert_eq!(
         http.bash(&src, "cat /paperclip-workspace/t.txt").await["stdout"],
         "template\n"
     );
     let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{fork}/fork"),
-            Some(json!({ "start_paused": true })),
-        )
+        .sandbox_action(&fork, "fork", Some(json!({ "start_paused": true })))
         .await;
     let paused_fork = r.data()["id"].as_str().unwrap().to_string();
     http.wait_status(&paused_fork, "paused").await;
@@ -353,12 +321,7 @@ async fn forced_states_have_their_side_effects() {
     no_live_processes(&emu).await;
     assert!(emu.force_status(&id, Status::Error));
     // `error` may be resumed, like the service.
-    assert_eq!(
-        http.call("POST", &format!("/v1/sandboxes/{id}/resume"), None)
-            .await
-            .status,
-        202
-    );
+    assert_eq!(http.sandbox_action(&id, "resume", None).await.status, 202);
     http.wait_status(&id, "running").await;
     assert!(!emu.force_status("sb_missing", Status::Paused));
 }

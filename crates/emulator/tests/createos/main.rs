@@ -1,6 +1,10 @@
 //! Tests of the CreateOS emulator itself, against real sandboxed processes over real HTTP.
 
 mod binary;
+#[path = "../shared/binary.rs"]
+mod binary_util;
+#[path = "../shared/client.rs"]
+mod client;
 mod common;
 mod exec;
 mod faults;

@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
-use crate::common::{Http, decode_output, eventually, no_live_processes, start};
+use crate::common::{Http, Resp, decode_output, eventually, no_live_processes, start};
 
 async fn spawn(http: &Http, id: &str, body: Value) -> String {
     let r = http
@@ -30,6 +30,26 @@ async fn newest_seq(http: &Http, base: &str) -> u64 {
     http.call("GET", base, None).await.data()["output"]["newest_seq"]
         .as_u64()
         .unwrap()
+}
+
+/// Starts `bash -c script` and waits for its first output; returns the process's path.
+async fn spawn_script(http: &Http, id: &str, script: &str) -> String {
+    let body = json!({ "cmd": "/bin/bash", "args": ["-c", script] });
+    let pid = spawn(http, id, body).await;
+    let base = format!("/v1/sandboxes/{id}/processes/{pid}");
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            newest_seq(http, &base).await >= 1
+        })
+        .await
+    );
+    base
+}
+
+async fn signal(http: &Http, base: &str, name: &str) -> Resp {
+    let body = json!({ "signal": name });
+    http.call("POST", &format!("{base}/signal"), Some(body))
+        .await
 }
 
 #[tokio::test]
@@ -191,26 +211,8 @@ async fn signals_reach_the_command_not_bwrap() {
     let id = http.sandbox().await;
     // A trap proves the command itself got SIGTERM and could clean up.
     let script = "trap 'echo trapped; exit 7' TERM; echo ready; while :; do sleep 0.05; done";
-    let pid = spawn(
-        &http,
-        &id,
-        json!({ "cmd": "/bin/bash", "args": ["-c", script] }),
-    )
-    .await;
-    let base = format!("/v1/sandboxes/{id}/processes/{pid}");
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            newest_seq(&http, &base).await >= 1
-        })
-        .await
-    );
-    let r = http
-        .call(
-            "POST",
-            &format!("{base}/signal"),
-            Some(json!({ "signal": "SIGTERM" })),
-        )
-        .await;
+    let base = spawn_script(&http, &id, script).await;
+    let r = signal(&http, &base, "SIGTERM").await;
     assert_eq!(r.data()["delivered"], true);
     let waited = http
         .call("GET", &format!("{base}/wait?timeout_ms=5000"), None)
@@ -228,13 +230,7 @@ async fn signals_reach_the_command_not_bwrap() {
     // Without a handler the command dies of the signal, reported by name.
     let pid = spawn(&http, &id, json!({ "cmd": "/bin/sleep", "args": ["1000"] })).await;
     let base = format!("/v1/sandboxes/{id}/processes/{pid}");
-    let r = http
-        .call(
-            "POST",
-            &format!("{base}/signal"),
-            Some(json!({ "signal": "SIGINT" })),
-        )
-        .await;
+    let r = signal(&http, &base, "SIGINT").await;
     assert_eq!(r.status, 200);
     let (_, mut frames) = http
         .stream("GET", &format!("{base}/connect?after=0"), None)
@@ -243,23 +239,8 @@ async fn signals_reach_the_command_not_bwrap() {
         frames.collect().await,
         vec![json!({ "type": "exit", "exit_code": null, "signal": "SIGINT" })]
     );
-    assert_eq!(
-        http.call(
-            "POST",
-            &format!("{base}/signal"),
-            Some(json!({ "signal": "SIGTERM" }))
-        )
-        .await
-        .status,
-        409
-    );
-    let r = http
-        .call(
-            "POST",
-            &format!("{base}/signal"),
-            Some(json!({ "signal": "SIGNOPE" })),
-        )
-        .await;
+    assert_eq!(signal(&http, &base, "SIGTERM").await.status, 409);
+    let r = signal(&http, &base, "SIGNOPE").await;
     assert_eq!(r.status, 400);
     no_live_processes(&emu).await;
 }
@@ -269,19 +250,7 @@ async fn delete_escalates_to_sigkill_after_the_grace_period() {
     let (emu, http) = start(|_| {}).await;
     let id = http.sandbox().await;
     let script = "trap '' TERM; echo ready; while :; do sleep 0.05; done";
-    let pid = spawn(
-        &http,
-        &id,
-        json!({ "cmd": "/bin/bash", "args": ["-c", script] }),
-    )
-    .await;
-    let base = format!("/v1/sandboxes/{id}/processes/{pid}");
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            newest_seq(&http, &base).await >= 1
-        })
-        .await
-    );
+    let base = spawn_script(&http, &id, script).await;
     let r = http
         .call("GET", &format!("{base}/wait?timeout_ms=10"), None)
         .await;
@@ -343,13 +312,7 @@ async fn deleting_a_sandbox_kills_runaway_processes() {
     .await;
     spawn(&http, &id, json!({ "cmd": "/bin/bash", "args": ["-c", "sleep 1000 & sleep 1000"], "pty": { "cols": 80, "rows": 24 } })).await;
     let body = json!({ "cmd": "/bin/sleep", "args": ["1000"], "stream": true });
-    let (_, stream) = http
-        .stream(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec?stream=true"),
-            Some(body),
-        )
-        .await;
+    let (_, stream) = http.exec_stream(&id, body).await;
     assert_eq!(emu.counts().live_processes, 3);
     assert_eq!(emu.counts().managed_processes, 2);
     let root = emu.sandbox_root(&id).unwrap();

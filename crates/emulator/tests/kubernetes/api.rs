@@ -235,24 +235,18 @@ async fn writes_keep_versions_generations_and_preconditions() {
 
     // Patches: merge, JSON patch, and a no-op that keeps the resourceVersion.
     let p = http
-        .call_as(
-            "PATCH",
+        .merge_patch(
             &format!("{secrets}/s"),
-            Some(json!({ "metadata": { "labels": { "b": "2" } } })),
-            "application/merge-patch+json",
-            None,
+            json!({ "metadata": { "labels": { "b": "2" } } }),
         )
         .await
         .json();
     assert_eq!(p["metadata"]["labels"], json!({ "a": "1", "b": "2" }));
     let rv = p["metadata"]["resourceVersion"].clone();
     let same = http
-        .call_as(
-            "PATCH",
+        .merge_patch(
             &format!("{secrets}/s"),
-            Some(json!({ "metadata": { "labels": { "b": "2" } } })),
-            "application/merge-patch+json",
-            None,
+            json!({ "metadata": { "labels": { "b": "2" } } }),
         )
         .await
         .json();
@@ -279,12 +273,9 @@ async fn writes_keep_versions_generations_and_preconditions() {
         .await;
     assert_eq!(n["metadata"]["generation"], 1);
     let n2 = http
-        .call_as(
-            "PATCH",
+        .merge_patch(
             &format!("{np}/deny"),
-            Some(json!({ "spec": { "policyTypes": ["Egress"] } })),
-            "application/merge-patch+json",
-            None,
+            json!({ "spec": { "policyTypes": ["Egress"] } }),
         )
         .await
         .json();

@@ -1,36 +1,21 @@
 //! The `kubernetes-emulator` binary's contract: one JSON line on stdout, serve until stdin
 //! closes, clean up.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-use serde_json::Value;
-
+use crate::binary_util::{exit_status, start_binary};
 use crate::common::Http;
 
 #[tokio::test]
 async fn prints_one_json_line_serves_and_exits_when_stdin_closes() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubernetes-emulator"))
-        .args([
-            "--fast",
-            "--token",
-            "bin-token",
-            "--sandbox-versions",
-            "v1alpha1,v1beta1",
-            "--namespace",
-            "extra",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value = serde_json::from_str(&line).expect("one JSON line");
+    let args = [
+        "--fast",
+        "--token",
+        "bin-token",
+        "--sandbox-versions",
+        "v1alpha1,v1beta1",
+        "--namespace",
+        "extra",
+    ];
+    let (mut child, ready) = start_binary(env!("CARGO_BIN_EXE_kubernetes-emulator"), args).await;
     assert_eq!(ready["token"], "bin-token");
     assert!(
         ready["url"]
@@ -69,14 +54,7 @@ async fn prints_one_json_line_serves_and_exits_when_stdin_closes() {
         .to_path_buf();
 
     drop(child.stdin.take());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "exits after stdin closes");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let status = exit_status(&mut child).await;
     assert!(status.success());
     assert!(!work_dir.exists(), "work dir removed");
 }

@@ -7,16 +7,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
+use hyper::Response;
 use hyper::body::Incoming;
-use hyper::client::conn::http1;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use super::client;
 
 pub async fn start(configure: impl FnOnce(&mut KubeEmulatorOptions)) -> (KubernetesEmulator, Http) {
     let mut opts = KubeEmulatorOptions::for_tests();
@@ -46,8 +46,7 @@ pub struct Resp {
 
 impl Resp {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        client::json(&self.body)
     }
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -64,24 +63,9 @@ impl Http {
         content_type: &str,
         token: Option<&str>,
     ) -> Result<Response<Incoming>, hyper::Error> {
-        let stream = TcpStream::connect(&self.addr).await.expect("connect");
-        let (mut sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(conn);
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", &self.addr);
         let token = token.unwrap_or(&self.token);
-        if !token.is_empty() {
-            req = req.header("authorization", format!("Bearer {token}"));
-        }
-        if body.is_some() {
-            req = req.header("content-type", content_type);
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .unwrap();
-        sender.send_request(req).await
+        let auth = (!token.is_empty()).then(|| ("authorization", format!("Bearer {token}")));
+        client::send(&self.addr, method, path, body, content_type, auth).await
     }
 
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
@@ -118,6 +102,12 @@ impl Http {
 
     pub async fn post(&self, path: &str, body: Value) -> Resp {
         self.call("POST", path, Some(body)).await
+    }
+
+    /// A JSON merge patch of `path`.
+    pub async fn merge_patch(&self, path: &str, patch: Value) -> Resp {
+        let ct = "application/merge-patch+json";
+        self.call_as("PATCH", path, Some(patch), ct, None).await
     }
 
     /// Opens a watch and returns its event reader.

@@ -4,6 +4,10 @@
 
 mod api;
 mod binary;
+#[path = "../shared/binary.rs"]
+mod binary_util;
+#[path = "../shared/client.rs"]
+mod client;
 mod common;
 mod controllers;
 mod exec;

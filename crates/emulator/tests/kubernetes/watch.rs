@@ -1,7 +1,7 @@
 //! Watch streams: initial state, resuming from a resourceVersion, 410 Expired, bookmarks,
 //! streaming lists, selector transitions and timeouts.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::start;
 
@@ -19,66 +19,30 @@ async fn fresh_watches_start_with_the_current_state_then_follow_changes() {
         .watch(&format!("{CM}?watch=true&labelSelector=w%3Dx"))
         .await;
     let ev = w.next_change().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("ADDED"), Some("one"))
-    );
+    assert_eq!(type_and_name(&ev), ("ADDED", "one"));
     assert_eq!(ev["object"]["kind"], "ConfigMap");
     http.create(CM, cm("two", json!({ "w": "x" }))).await;
     http.create(CM, cm("other", json!({ "w": "y" }))).await;
     let ev = w.next_change().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("ADDED"), Some("two"))
-    );
+    assert_eq!(type_and_name(&ev), ("ADDED", "two"));
     // Leaving the selector is a DELETED for this watch; entering it an ADDED.
-    http.call_as(
-        "PATCH",
+    http.merge_patch(
         &format!("{CM}/two"),
-        Some(json!({ "metadata": { "labels": { "w": "z" } } })),
-        "application/merge-patch+json",
-        None,
+        json!({ "metadata": { "labels": { "w": "z" } } }),
     )
     .await;
     let ev = w.next_change().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("DELETED"), Some("two"))
-    );
-    http.call_as(
-        "PATCH",
+    assert_eq!(type_and_name(&ev), ("DELETED", "two"));
+    http.merge_patch(
         &format!("{CM}/other"),
-        Some(json!({ "metadata": { "labels": { "w": "x" } } })),
-        "application/merge-patch+json",
-        None,
+        json!({ "metadata": { "labels": { "w": "x" } } }),
     )
     .await;
     let ev = w.next_change().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("ADDED"), Some("other"))
-    );
+    assert_eq!(type_and_name(&ev), ("ADDED", "other"));
     http.call("DELETE", &format!("{CM}/one"), None).await;
     let ev = w.next_change().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("DELETED"), Some("one"))
-    );
+    assert_eq!(type_and_name(&ev), ("DELETED", "one"));
     emu.shutdown().await;
 }
 
@@ -162,4 +126,10 @@ async fn bookmarks_streaming_lists_and_timeouts() {
     assert_eq!(w.next().await.unwrap()["type"], "ADDED");
     assert!(w.next().await.is_none(), "ends after timeoutSeconds");
     emu.shutdown().await;
+}
+
+/// An event's type and object name, for compact assertions.
+fn type_and_name(ev: &Value) -> (&str, &str) {
+    let name = ev["object"]["metadata"]["name"].as_str();
+    (ev["type"].as_str().unwrap_or(""), name.unwrap_or(""))
 }

@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod transport;
+pub mod tty;
 pub mod upload_interceptor;
 
 pub use transport::{

@@ -1,0 +1,700 @@
+//! `performSyncIn` / `performSyncOut` against one pod.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use sandbox_core::archive::node_fs_message;
+use sandbox_core::{ProviderError, ProviderResult};
+use serde_json::{Value, json};
+use tokio::io::AsyncWrite;
+
+use super::paths::{assert_confined_sandbox_path, posix_join, random_uuid};
+use super::script::{self, InboundFile};
+use super::tar_list::assert_listing_confined;
+use crate::exec::{ExecError, StreamingIo, StreamingOutput};
+use crate::orchestrate::ClusterError;
+use crate::runtime::PodExec;
+
+/// Reserved scratch-name stem of staged transfers.
+pub const SCRATCH_PREFIX: &str = ".paperclip-upload";
+/// The outbound disk guard (8 GiB); the plugin never overrides it.
+pub const MAX_SYNC_OUTPUT_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+/// The stderr cap of every sync exec (1 MiB).
+pub const SYNC_STDERR_CAP_BYTES: u64 = 1024 * 1024;
+
+/// The pod a sync runs against.
+#[derive(Clone)]
+pub struct SyncTarget {
+    pub exec: Arc<dyn PodExec>,
+    pub namespace: String,
+    pub pod: String,
+}
+
+impl SyncTarget {
+    async fn run(
+        &self,
+        argv: &[String],
+        io: StreamingIo<'_>,
+    ) -> Result<StreamingOutput, ProviderError> {
+        self.exec
+            .exec_streaming(&self.namespace, &self.pod, argv, io)
+            .await
+            .map_err(exec_error)
+    }
+}
+
+/// An exec rejection as the hook rejects: a handshake failure keeps its API status.
+fn exec_error(err: ExecError) -> ProviderError {
+    match err {
+        ExecError::Setup(api) => ProviderError::from(ClusterError::from(api)),
+        other => ProviderError::new(other.to_string()),
+    }
+}
+
+/// `PluginSyncFileMapping`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncMapping {
+    pub source_path: String,
+    pub target_path: String,
+    pub kind: String,
+    pub mode: Option<f64>,
+    pub exclude: Vec<String>,
+    pub follow_symlinks: bool,
+}
+
+/// `PluginPostUploadCommand`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PostUploadCommand {
+    pub command: String,
+    pub cwd: Option<String>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// `PluginSyncOperation`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncOperation {
+    pub operation_id: Value,
+    pub files: Vec<SyncMapping>,
+    pub post_upload_commands: Vec<PostUploadCommand>,
+}
+
+fn string_of(value: Option<&Value>) -> String {
+    value
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl SyncOperation {
+    /// The operations of the hook params (`params.operations`).
+    pub fn parse_all(operations: Option<&Value>) -> Vec<SyncOperation> {
+        let Some(items) = operations.and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .map(|op| SyncOperation {
+                operation_id: op.get("operationId").cloned().unwrap_or(Value::Null),
+                files: op
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .map(|files| {
+                        files
+                            .iter()
+                            .map(|f| SyncMapping {
+                                source_path: string_of(f.get("sourcePath")),
+                                target_path: string_of(f.get("targetPath")),
+                                kind: string_of(f.get("kind")),
+                                mode: f.get("mode").and_then(Value::as_f64),
+                                exclude: f
+                                    .get("exclude")
+                                    .and_then(Value::as_array)
+                                    .map(|e| {
+                                        e.iter()
+                                            .filter_map(Value::as_str)
+                                            .map(str::to_string)
+                                            .collect()
+                                    })
+                                    .unwrap_or_default(),
+                                follow_symlinks: crate::js::js_truthy(f.get("followSymlinks")),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                post_upload_commands: op
+                    .get("postUploadCommands")
+                    .and_then(Value::as_array)
+                    .map(|cmds| {
+                        cmds.iter()
+                            .map(|c| PostUploadCommand {
+                                command: string_of(c.get("command")),
+                                cwd: c.get("cwd").and_then(Value::as_str).map(str::to_string),
+                                timeout_ms: c
+                                    .get("timeoutMs")
+                                    .and_then(Value::as_f64)
+                                    .map(|ms| ms.max(0.0) as u64),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+fn fs_error(err: &io::Error, syscall: &str, path: &Path) -> ProviderError {
+    ProviderError::new(node_fs_message(err, syscall, path))
+}
+
+fn host_temp_dir() -> ProviderResult<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("paperclip-k8s-sync-")
+        .tempdir()
+        .map_err(|e| fs_error(&e, "mkdtemp", &std::env::temp_dir()))
+}
+
+/// Runs host `tar` (env `COPYFILE_DISABLE=1`); a failure reads as `execFile`'s.
+async fn host_tar(args: Vec<String>) -> ProviderResult<String> {
+    let output = tokio::process::Command::new("tar")
+        .args(&args)
+        .env("COPYFILE_DISABLE", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| ProviderError::new(format!("spawn tar {e}")))?;
+    if !output.status.success() {
+        return Err(ProviderError::new(format!(
+            "Command failed: tar {}\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `createHostTarball`: the named top-level entries, `--exclude ._*` plus `exclude`, `-h` when
+/// following symlinks; no entries → 1024 zero bytes.
+async fn create_host_tarball(
+    local_dir: &Path,
+    archive: &Path,
+    entries: Vec<String>,
+    exclude: &[String],
+    follow_symlinks: bool,
+) -> ProviderResult<()> {
+    if entries.is_empty() {
+        return tokio::fs::write(archive, [0u8; 1024])
+            .await
+            .map_err(|e| fs_error(&e, "open", archive));
+    }
+    let mut args: Vec<String> = vec!["-c".into(), "--no-xattrs".into()];
+    if follow_symlinks {
+        args.push("-h".into());
+    }
+    args.extend([
+        "-f".into(),
+        archive.display().to_string(),
+        "-C".into(),
+        local_dir.display().to_string(),
+    ]);
+    for e in std::iter::once("._*".to_string()).chain(exclude.iter().cloned()) {
+        args.push("--exclude".into());
+        args.push(e);
+    }
+    args.push("--".into());
+    args.extend(entries);
+    host_tar(args).await.map(drop)
+}
+
+/// `readdir` names sorted with `localeCompare` (approximated: case-insensitive, then by code
+/// point).
+async fn sorted_entries(dir: &Path) -> ProviderResult<Vec<String>> {
+    let mut reader = tokio::fs::read_dir(dir)
+        .await
+        .map_err(|e| fs_error(&e, "scandir", dir))?;
+    let mut names = Vec::new();
+    while let Some(entry) = reader
+        .next_entry()
+        .await
+        .map_err(|e| fs_error(&e, "scandir", dir))?
+    {
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort_by(|a, b| {
+        a.to_lowercase()
+            .cmp(&b.to_lowercase())
+            .then_with(|| a.cmp(b))
+    });
+    Ok(names)
+}
+
+/// `extractHostTarball`: member checks, then `tar -xf` into `dir`.
+async fn extract_host_tarball(archive: &Path, dir: &Path) -> ProviderResult<()> {
+    let listing = host_tar(vec!["-tvf".into(), archive.display().to_string()]).await?;
+    assert_listing_confined(&listing).map_err(ProviderError::new)?;
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|e| fs_error(&e, "mkdir", dir))?;
+    host_tar(vec![
+        "-xf".into(),
+        archive.display().to_string(),
+        "-C".into(),
+        dir.display().to_string(),
+    ])
+    .await
+    .map(drop)
+}
+
+/// `countHostFiles`: non-directory entries, skipping excluded names at any depth.
+fn count_host_files(root: &Path, exclude: &[String]) -> u64 {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if exclude.contains(&name) {
+            continue;
+        }
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => total += count_host_files(&entry.path(), exclude),
+            _ => total += 1,
+        }
+    }
+    total
+}
+
+fn scratch_stage(remote_dir: &str) -> String {
+    posix_join(remote_dir, &format!("{SCRATCH_PREFIX}-{}", random_uuid()))
+}
+
+fn sh_argv(script: String) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), script]
+}
+
+fn failed(label: &str, output: &StreamingOutput) -> ProviderError {
+    let detail = output.stderr.trim();
+    let suffix = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    ProviderError::new(format!(
+        "Kubernetes {label} failed (exit {}){suffix}",
+        output.exit_code
+    ))
+}
+
+/// `streamFileToPodStdin`.
+async fn stream_file_to_pod(
+    target: &SyncTarget,
+    script: String,
+    file: &Path,
+    timeout_ms: u64,
+    label: &str,
+) -> ProviderResult<()> {
+    let source = tokio::fs::File::open(file)
+        .await
+        .map_err(|e| fs_error(&e, "open", file))?;
+    let output = target
+        .run(
+            &sh_argv(script),
+            StreamingIo {
+                stdin: Some(Box::new(source)),
+                stdout: None,
+                timeout_ms,
+                max_stderr_bytes: Some(SYNC_STDERR_CAP_BYTES),
+            },
+        )
+        .await?;
+    if output.exit_code != 0 {
+        return Err(failed(label, &output));
+    }
+    Ok(())
+}
+
+/// The streamed-output disk guard (A40) in front of the host file.
+struct GuardedFile {
+    file: tokio::fs::File,
+    written: u64,
+    max: u64,
+    label: String,
+}
+
+/// A40.
+pub fn disk_guard_message(label: &str, max: u64) -> String {
+    format!(
+        "Kubernetes {label} payload exceeded the {max}-byte streamed-output disk guard; the sandbox emitted more bytes than allowed."
+    )
+}
+
+impl AsyncWrite for GuardedFile {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if this.written + buf.len() as u64 > this.max {
+            return Poll::Ready(Err(io::Error::other(disk_guard_message(
+                &this.label,
+                this.max,
+            ))));
+        }
+        let poll = Pin::new(&mut this.file).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &poll {
+            this.written += *n as u64;
+        }
+        poll
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.file).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.file).poll_shutdown(cx)
+    }
+}
+
+/// `streamPodStdoutToFile`.
+async fn stream_pod_to_file(
+    target: &SyncTarget,
+    script: String,
+    file: &Path,
+    max_output_bytes: u64,
+    timeout_ms: u64,
+    label: &str,
+) -> ProviderResult<()> {
+    let sink = tokio::fs::File::create(file)
+        .await
+        .map_err(|e| fs_error(&e, "open", file))?;
+    let guarded = GuardedFile {
+        file: sink,
+        written: 0,
+        max: max_output_bytes,
+        label: label.to_string(),
+    };
+    let output = target
+        .run(
+            &sh_argv(script),
+            StreamingIo {
+                stdin: None,
+                stdout: Some(Box::new(guarded)),
+                timeout_ms,
+                max_stderr_bytes: Some(SYNC_STDERR_CAP_BYTES),
+            },
+        )
+        .await?;
+    if output.exit_code != 0 {
+        return Err(failed(label, &output));
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Counts {
+    files: u64,
+    bytes: u64,
+}
+
+async fn sync_in_files(
+    target: &SyncTarget,
+    mappings: &[&SyncMapping],
+    remote_dir: &str,
+    timeout_ms: u64,
+) -> ProviderResult<Counts> {
+    if mappings.is_empty() {
+        return Ok(Counts::default());
+    }
+    for m in mappings {
+        assert_confined_sandbox_path(remote_dir, &m.target_path, "target")
+            .map_err(ProviderError::new)?;
+    }
+    let tmp = host_temp_dir()?;
+    let stage = tmp.path().join("stage");
+    std::fs::create_dir(&stage).map_err(|e| fs_error(&e, "mkdir", &stage))?;
+    let mut bytes = 0;
+    let mut names = Vec::new();
+    for (i, m) in mappings.iter().enumerate() {
+        let staged = stage.join(i.to_string());
+        let source = PathBuf::from(&m.source_path);
+        tokio::fs::copy(&source, &staged)
+            .await
+            .map_err(|e| fs_error(&e, "copyfile", &source))?;
+        bytes += tokio::fs::metadata(&source)
+            .await
+            .map_err(|e| fs_error(&e, "stat", &source))?
+            .len();
+        names.push(i.to_string());
+    }
+    let archive = tmp.path().join("sync-in.tar");
+    create_host_tarball(&stage, &archive, names, &[], false).await?;
+    let archive_bytes = std::fs::metadata(&archive)
+        .map_err(|e| fs_error(&e, "stat", &archive))?
+        .len();
+    let files: Vec<InboundFile> = mappings
+        .iter()
+        .map(|m| InboundFile {
+            target_path: m.target_path.clone(),
+            mode: m.mode,
+        })
+        .collect();
+    let script = script::sync_in_files(
+        remote_dir,
+        &scratch_stage(remote_dir),
+        &files,
+        archive_bytes,
+    );
+    stream_file_to_pod(target, script, &archive, timeout_ms, "syncIn file transfer").await?;
+    Ok(Counts {
+        files: mappings.len() as u64,
+        bytes,
+    })
+}
+
+async fn sync_in_directory(
+    target: &SyncTarget,
+    mapping: &SyncMapping,
+    remote_dir: &str,
+    timeout_ms: u64,
+) -> ProviderResult<Counts> {
+    assert_confined_sandbox_path(remote_dir, &mapping.target_path, "target")
+        .map_err(ProviderError::new)?;
+    let tmp = host_temp_dir()?;
+    let archive = tmp.path().join("sync-in.tar");
+    let source = PathBuf::from(&mapping.source_path);
+    let entries = sorted_entries(&source).await?;
+    create_host_tarball(
+        &source,
+        &archive,
+        entries,
+        &mapping.exclude,
+        mapping.follow_symlinks,
+    )
+    .await?;
+    let archive_bytes = std::fs::metadata(&archive)
+        .map_err(|e| fs_error(&e, "stat", &archive))?
+        .len();
+    let script = script::sync_in_directory(remote_dir, &mapping.target_path, archive_bytes);
+    stream_file_to_pod(
+        target,
+        script,
+        &archive,
+        timeout_ms,
+        "syncIn directory transfer",
+    )
+    .await?;
+    Ok(Counts {
+        files: count_host_files(&source, &mapping.exclude),
+        bytes: archive_bytes,
+    })
+}
+
+/// A46.
+fn post_upload_failed(output: &StreamingOutput) -> ProviderError {
+    let detail = output.stderr.trim();
+    let suffix = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    ProviderError::new(format!(
+        "Kubernetes post-upload command failed (exit {}){suffix}",
+        output.exit_code
+    ))
+}
+
+async fn run_post_upload_commands(
+    target: &SyncTarget,
+    commands: &[PostUploadCommand],
+    remote_dir: &str,
+    timeout_ms: u64,
+) -> ProviderResult<()> {
+    for command in commands {
+        let cwd = command
+            .cwd
+            .clone()
+            .unwrap_or_else(|| remote_dir.to_string());
+        assert_confined_sandbox_path(remote_dir, &cwd, "post-upload command cwd")
+            .map_err(ProviderError::new)?;
+        let argv = vec![
+            "/bin/sh".to_string(),
+            "-c".into(),
+            script::post_upload_wrapper(remote_dir),
+            "pc-post-upload".into(),
+            cwd,
+            command.command.clone(),
+        ];
+        let output = target
+            .run(
+                &argv,
+                StreamingIo {
+                    stdin: None,
+                    stdout: None,
+                    timeout_ms: command.timeout_ms.unwrap_or(timeout_ms),
+                    max_stderr_bytes: Some(SYNC_STDERR_CAP_BYTES),
+                },
+            )
+            .await?;
+        if output.exit_code != 0 {
+            return Err(post_upload_failed(&output));
+        }
+    }
+    Ok(())
+}
+
+fn operation_result(op: &SyncOperation, counts: &Counts) -> Value {
+    json!({"operationId": op.operation_id, "filesTransferred": counts.files,
+        "bytesTransferred": counts.bytes})
+}
+
+/// `performSyncIn`: per operation, the file batch, each directory, then the post-upload
+/// commands.
+pub async fn perform_sync_in(
+    target: &SyncTarget,
+    operations: &[SyncOperation],
+    remote_dir: &str,
+    timeout_ms: u64,
+) -> ProviderResult<Value> {
+    let mut results = Vec::new();
+    for op in operations {
+        let mut counts = Counts::default();
+        let files: Vec<&SyncMapping> = op.files.iter().filter(|m| m.kind == "file").collect();
+        let r = sync_in_files(target, &files, remote_dir, timeout_ms).await?;
+        counts.files += r.files;
+        counts.bytes += r.bytes;
+        for m in op.files.iter().filter(|m| m.kind == "directory") {
+            let r = sync_in_directory(target, m, remote_dir, timeout_ms).await?;
+            counts.files += r.files;
+            counts.bytes += r.bytes;
+        }
+        run_post_upload_commands(target, &op.post_upload_commands, remote_dir, timeout_ms).await?;
+        results.push(operation_result(op, &counts));
+    }
+    Ok(json!({ "operations": results }))
+}
+
+async fn sync_out_files(
+    target: &SyncTarget,
+    mappings: &[&SyncMapping],
+    remote_dir: &str,
+    timeout_ms: u64,
+    max_output_bytes: u64,
+) -> ProviderResult<Counts> {
+    if mappings.is_empty() {
+        return Ok(Counts::default());
+    }
+    for m in mappings {
+        assert_confined_sandbox_path(remote_dir, &m.source_path, "source")
+            .map_err(ProviderError::new)?;
+    }
+    let tmp = host_temp_dir()?;
+    let sources: Vec<String> = mappings.iter().map(|m| m.source_path.clone()).collect();
+    let script = script::sync_out_files(remote_dir, &scratch_stage(remote_dir), &sources);
+    let local = tmp.path().join("sync-out.tar");
+    stream_pod_to_file(
+        target,
+        script,
+        &local,
+        max_output_bytes,
+        timeout_ms,
+        "syncOut file transfer",
+    )
+    .await?;
+    let extract = tmp.path().join("extract");
+    extract_host_tarball(&local, &extract).await?;
+    let mut bytes = 0;
+    for (i, m) in mappings.iter().enumerate() {
+        let staged = extract.join(i.to_string());
+        let target_path = PathBuf::from(&m.target_path);
+        if let Some(parent) = target_path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fs_error(&e, "mkdir", parent))?;
+        }
+        if let Some(mode) = m.mode {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = (mode.trunc() as i64 as u32) & 0o7777;
+            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| fs_error(&e, "chmod", &staged))?;
+        }
+        bytes += std::fs::metadata(&staged)
+            .map_err(|e| fs_error(&e, "stat", &staged))?
+            .len();
+        std::fs::rename(&staged, &target_path).map_err(|e| {
+            ProviderError::new(format!(
+                "{} -> '{}'",
+                node_fs_message(&e, "rename", &staged),
+                target_path.display()
+            ))
+        })?;
+    }
+    Ok(Counts {
+        files: mappings.len() as u64,
+        bytes,
+    })
+}
+
+async fn sync_out_directory(
+    target: &SyncTarget,
+    mapping: &SyncMapping,
+    remote_dir: &str,
+    timeout_ms: u64,
+    max_output_bytes: u64,
+) -> ProviderResult<Counts> {
+    assert_confined_sandbox_path(remote_dir, &mapping.source_path, "source")
+        .map_err(ProviderError::new)?;
+    let tmp = host_temp_dir()?;
+    let script = script::sync_out_directory(
+        remote_dir,
+        &mapping.source_path,
+        &mapping.exclude,
+        mapping.follow_symlinks,
+    );
+    let local = tmp.path().join("sync-out.tar");
+    stream_pod_to_file(
+        target,
+        script,
+        &local,
+        max_output_bytes,
+        timeout_ms,
+        "syncOut directory transfer",
+    )
+    .await?;
+    let bytes = std::fs::metadata(&local)
+        .map_err(|e| fs_error(&e, "stat", &local))?
+        .len();
+    let target_dir = PathBuf::from(&mapping.target_path);
+    extract_host_tarball(&local, &target_dir).await?;
+    Ok(Counts {
+        files: count_host_files(&target_dir, &mapping.exclude),
+        bytes,
+    })
+}
+
+/// `performSyncOut`.
+pub async fn perform_sync_out(
+    target: &SyncTarget,
+    operations: &[SyncOperation],
+    remote_dir: &str,
+    timeout_ms: u64,
+    max_output_bytes: Option<u64>,
+) -> ProviderResult<Value> {
+    let max = max_output_bytes.unwrap_or(MAX_SYNC_OUTPUT_BYTES);
+    let mut results = Vec::new();
+    for op in operations {
+        let mut counts = Counts::default();
+        let files: Vec<&SyncMapping> = op.files.iter().filter(|m| m.kind == "file").collect();
+        let r = sync_out_files(target, &files, remote_dir, timeout_ms, max).await?;
+        counts.files += r.files;
+        counts.bytes += r.bytes;
+        for m in op.files.iter().filter(|m| m.kind == "directory") {
+            let r = sync_out_directory(target, m, remote_dir, timeout_ms, max).await?;
+            counts.files += r.files;
+            counts.bytes += r.bytes;
+        }
+        results.push(operation_result(op, &counts));
+    }
+    Ok(json!({ "operations": results }))
+}

@@ -1,0 +1,109 @@
+//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut` (spec §11.12).
+
+use sandbox_core::{HostSink, ProviderError, ProviderResult};
+use serde_json::Value;
+
+use super::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
+use crate::config::Backend;
+use crate::hooks::{EXECUTE_POLL_MS, LeaseView, SANDBOX_API_VERSION, js_string};
+use crate::orchestrate::{PollOptions, WorkloadOrchestrator};
+use crate::provider::{KubernetesProvider, parse_config_for_hook};
+
+/// A1.
+pub const SYNC_REQUIRES_REMOTE_DIR: &str =
+    "Kubernetes file sync requires a workspace remote dir on the lease metadata.";
+/// A2.
+pub const SYNC_REQUIRES_LEASE_ID: &str = "Kubernetes file sync requires a provider lease ID.";
+/// A4.
+pub const SYNC_POD_UNRESOLVED: &str =
+    "Kubernetes file sync could not resolve the Sandbox pod name.";
+
+/// A3.
+pub fn sync_backend_unsupported_message(lease_backend: &str) -> String {
+    format!(
+        "Kubernetes file sync is only supported on the sandbox-cr backend (lease backend: {lease_backend})."
+    )
+}
+
+impl KubernetesProvider {
+    /// `resolveSyncRemoteDir` + `resolveSyncPodExec`: the remote dir, the pod and the timeout.
+    async fn resolve_sync(&self, params: &Value) -> ProviderResult<(String, SyncTarget, u64)> {
+        let lease = params.get("lease");
+        let remote_dir = lease
+            .and_then(|l| l.get("metadata"))
+            .and_then(|m| m.get("remoteCwd"))
+            .and_then(Value::as_str)
+            .map(|d| sandbox_core::json::js_trim(d).to_string())
+            .filter(|d| !d.is_empty())
+            .ok_or_else(|| ProviderError::new(SYNC_REQUIRES_REMOTE_DIR))?;
+        let lease_id_value = lease.and_then(|l| l.get("providerLeaseId"));
+        if !crate::js::js_truthy(lease_id_value) {
+            return Err(ProviderError::new(SYNC_REQUIRES_LEASE_ID));
+        }
+        let lease_id = js_string(lease_id_value);
+        let config = parse_config_for_hook(params)?;
+        let view = LeaseView::new(lease.and_then(|l| l.get("metadata")));
+        let namespace = view.namespace(&config, params.get("companyId"))?;
+        let (backend, backend_name) = view.backend(&config);
+        if backend != Backend::SandboxCr {
+            return Err(ProviderError::new(sync_backend_unsupported_message(
+                &backend_name,
+            )));
+        }
+        let timeout_ms = (config.pod_activity_deadline_sec * 1000.0) as u64;
+        let connection = self.connect(&config).await?;
+        let orchestrator = WorkloadOrchestrator::SandboxCr(SANDBOX_API_VERSION);
+        if !self.ready().contains(&lease_id) {
+            orchestrator
+                .wait_for_completion(
+                    connection.api.as_ref(),
+                    self.clock(),
+                    &namespace,
+                    &lease_id,
+                    PollOptions {
+                        timeout_ms,
+                        poll_ms: EXECUTE_POLL_MS,
+                    },
+                )
+                .await?;
+            self.ready().insert(&lease_id);
+        }
+        let mut pod = view
+            .metadata
+            .and_then(|m| m.get("podName"))
+            .filter(|p| crate::js::js_truthy(Some(p)))
+            .map(|p| js_string(Some(p)));
+        if pod.is_none() {
+            pod = orchestrator
+                .find_pod(connection.api.as_ref(), &namespace, &lease_id)
+                .await?;
+        }
+        let pod = pod
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| ProviderError::new(SYNC_POD_UNRESOLVED))?;
+        Ok((
+            remote_dir,
+            SyncTarget {
+                exec: connection.exec.clone(),
+                namespace,
+                pod,
+            },
+            timeout_ms,
+        ))
+    }
+
+    /// `onEnvironmentSyncIn({config, companyId, lease, operations})` →
+    /// `{operations: [{operationId, filesTransferred, bytesTransferred}]}`.
+    pub async fn sync_in(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        let (remote_dir, target, timeout_ms) = self.resolve_sync(params).await?;
+        let operations = SyncOperation::parse_all(params.get("operations"));
+        perform_sync_in(&target, &operations, &remote_dir, timeout_ms).await
+    }
+
+    /// `onEnvironmentSyncOut({config, companyId, lease, operations})`.
+    pub async fn sync_out(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        let (remote_dir, target, timeout_ms) = self.resolve_sync(params).await?;
+        let operations = SyncOperation::parse_all(params.get("operations"));
+        perform_sync_out(&target, &operations, &remote_dir, timeout_ms, None).await
+    }
+}

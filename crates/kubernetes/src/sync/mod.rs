@@ -1,0 +1,14 @@
+//! Native file sync (`file-sync.ts`, streaming variant; spec §11.12 and §16): one streaming
+//! exec per file batch and per directory mapping, raw tar bytes both ways, host and in-pod
+//! confinement to the workspace remote dir, post-upload commands after each syncIn operation.
+
+pub mod engine;
+pub mod hooks;
+pub mod paths;
+pub mod script;
+pub mod tar_list;
+
+pub use engine::{
+    MAX_SYNC_OUTPUT_BYTES, SYNC_STDERR_CAP_BYTES, SyncMapping, SyncOperation, SyncTarget,
+    perform_sync_in, perform_sync_out,
+};

@@ -1,0 +1,251 @@
+//! The in-pod `sh -c` scripts of native file sync (spec §16; strings verbatim from the
+//! original's streaming file-sync). Lines are joined with `\n`; every step fails loud with a
+//! diagnostic token on stderr and a distinct exit code (kubernetes-errors.md §C).
+
+use crate::exec::command::sh_quote;
+
+use super::paths::{posix_basename, posix_dirname, posix_join};
+
+/// `canonicalizerPreamble(quotedRoot)`.
+pub fn preamble(root: &str) -> Vec<String> {
+    let quoted_root = sh_quote(root);
+    let mut lines: Vec<String> = [
+        r#"if command -v realpath >/dev/null 2>&1; then _pc_resolve() { realpath -- "$1"; };"#,
+        r#"elif command -v readlink >/dev/null 2>&1; then _pc_resolve() { readlink -f -- "$1"; };"#,
+        r#"else echo "no path canonicalizer available" >&2; exit 40; fi;"#,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    lines.push(format!(
+        r#"_pc_root=$(_pc_resolve {quoted_root}) || {{ echo "cannot resolve root" >&2; exit 41; }};"#
+    ));
+    lines.extend(
+        [
+            "_pc_confine_ancestor() {",
+            "  _pc_a=$1;",
+            r#"  while [ ! -e "$_pc_a" ] && [ ! -L "$_pc_a" ]; do"#,
+            r#"    _pc_p=$(dirname "$_pc_a");"#,
+            r#"    [ "$_pc_p" = "$_pc_a" ] && break;"#,
+            "    _pc_a=$_pc_p;",
+            "  done;",
+            r#"  _pc_ar=$(_pc_resolve "$_pc_a") || return 42;"#,
+            r#"  case "$_pc_ar/" in "$_pc_root"/*) return 0 ;; *) return 42 ;; esac;"#,
+            "};",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    lines
+}
+
+fn resolve_and_check(var: &str, what: &str) -> [String; 2] {
+    [
+        format!(r#"{var}=$(_pc_resolve {what}) || {{ echo "ESCAPE" >&2; exit 42; }};"#),
+        format!(r#"case "${var}/" in "$_pc_root"/*) : ;; *) echo "ESCAPE" >&2; exit 42 ;; esac;"#),
+    ]
+}
+
+/// `(mode & 0o7777)` in octal, zero-padded to 3 (`mode` is a JS number: ToInt32 first).
+pub fn octal_mode(mode: f64) -> String {
+    let int = if mode.is_finite() {
+        (mode.trunc() as i64) as i32
+    } else {
+        0
+    };
+    format!("{:03o}", int & 0o7777)
+}
+
+/// One file mapping of a syncIn batch, as the script needs it.
+#[derive(Debug, Clone)]
+pub struct InboundFile {
+    pub target_path: String,
+    pub mode: Option<f64>,
+}
+
+/// The syncIn file-batch script (§16.1).
+pub fn sync_in_files(
+    root: &str,
+    remote_stage: &str,
+    files: &[InboundFile],
+    archive_bytes: u64,
+) -> String {
+    let stage = sh_quote(remote_stage);
+    let mut parents: Vec<String> = Vec::new();
+    for file in files {
+        let parent = posix_dirname(&file.target_path);
+        if !parents.contains(&parent) {
+            parents.push(parent);
+        }
+    }
+    let mut s = preamble(root);
+    s.push(format!("trap 'rm -rf {stage}' EXIT;"));
+    s.push(format!(
+        r#"mkdir -p -m 700 {stage} || {{ echo "stage mkdir failed" >&2; exit 46; }};"#
+    ));
+    for dir in &parents {
+        let q = sh_quote(dir);
+        s.push(format!(
+            r#"_pc_confine_ancestor {q} || {{ echo "ESCAPE" >&2; exit 42; }};"#
+        ));
+        s.push(format!(
+            r#"mkdir -p {q} || {{ echo "mkdir failed" >&2; exit 46; }};"#
+        ));
+    }
+    for dir in &parents {
+        s.extend(resolve_and_check("_pc_d", &sh_quote(dir)));
+    }
+    s.push(format!(
+        r#"head -c {archive_bytes} | tar -xf - -C {stage} || {{ echo "extract failed" >&2; exit 43; }};"#
+    ));
+    for (i, file) in files.iter().enumerate() {
+        let staged = sh_quote(&posix_join(remote_stage, &i.to_string()));
+        if let Some(mode) = file.mode {
+            s.push(format!(
+                r#"chmod {} {staged} || {{ echo "chmod failed" >&2; exit 48; }};"#,
+                octal_mode(mode)
+            ));
+        }
+        let parent = sh_quote(&posix_dirname(&file.target_path));
+        let base = sh_quote(&posix_basename(&file.target_path));
+        s.extend(resolve_and_check("_pc_tgt_dir", &parent));
+        s.push(r#"exec 8<"$_pc_tgt_dir" || { echo "open failed" >&2; exit 47; };"#.into());
+        s.extend(resolve_and_check("_pc_fd_dir", "/proc/self/fd/8"));
+        s.push(format!(
+            r#"mv -f {staged} /proc/self/fd/8/{base} || {{ echo "rename failed" >&2; exit 44; }};"#
+        ));
+        s.push("exec 8>&-;".into());
+    }
+    s.join("\n")
+}
+
+/// The syncIn directory script (§16.2).
+pub fn sync_in_directory(root: &str, target: &str, archive_bytes: u64) -> String {
+    let q = sh_quote(target);
+    let mut s = preamble(root);
+    s.push(format!(
+        r#"_pc_confine_ancestor {q} || {{ echo "ESCAPE" >&2; exit 42; }};"#
+    ));
+    s.push(format!(
+        r#"mkdir -p {q} || {{ echo "mkdir failed" >&2; exit 46; }};"#
+    ));
+    s.extend(resolve_and_check("_pc_real", &q));
+    s.push(r#"exec 9<"$_pc_real" || { echo "open failed" >&2; exit 46; };"#.into());
+    s.extend(resolve_and_check("_pc_fd_real", "/proc/self/fd/9"));
+    s.push(format!(
+        r#"head -c {archive_bytes} | tar -xf - -C /proc/self/fd/9 || {{ echo "extract failed" >&2; exit 43; }};"#
+    ));
+    s.push("exec 9>&-;".into());
+    s.join("\n")
+}
+
+/// The syncOut file-batch script (§16.3).
+pub fn sync_out_files(root: &str, remote_stage: &str, sources: &[String]) -> String {
+    let stage = sh_quote(remote_stage);
+    let mut s = preamble(root);
+    s.push(format!("trap 'rm -rf {stage}' EXIT;"));
+    s.push(format!(
+        r#"mkdir -p -m 700 {stage} || {{ echo "stage mkdir failed" >&2; exit 46; }};"#
+    ));
+    for (i, source) in sources.iter().enumerate() {
+        let snapshot = sh_quote(&posix_join(remote_stage, &i.to_string()));
+        s.extend(resolve_and_check("_pc_real", &sh_quote(source)));
+        s.push(r#"exec 7<"$_pc_real" || { echo "REPLACED" >&2; exit 45; };"#.into());
+        s.extend(resolve_and_check("_pc_fd_real", "/proc/self/fd/7"));
+        s.push(r#"[ -f /proc/self/fd/7 ] || { echo "NOTREG" >&2; exit 45; };"#.into());
+        s.push(format!(
+            r#"cp -- /proc/self/fd/7 {snapshot} || {{ echo "snapshot copy failed" >&2; exit 43; }};"#
+        ));
+        s.push("exec 7>&-;".into());
+    }
+    let names: Vec<String> = (0..sources.len())
+        .map(|i| sh_quote(&i.to_string()))
+        .collect();
+    s.push(format!(
+        r#"tar -c --no-xattrs -f - -C {stage} -- {} || {{ echo "tar failed" >&2; exit 43; }};"#,
+        names.join(" ")
+    ));
+    s.join("\n")
+}
+
+/// The syncOut directory script (§16.4).
+pub fn sync_out_directory(
+    root: &str,
+    source: &str,
+    exclude: &[String],
+    follow_symlinks: bool,
+) -> String {
+    let exclude_flags: Vec<String> = std::iter::once("._*".to_string())
+        .chain(exclude.iter().cloned())
+        .map(|e| format!("--exclude {}", sh_quote(&e)))
+        .collect();
+    let mut s = preamble(root);
+    s.extend(resolve_and_check("_pc_real", &sh_quote(source)));
+    s.push(r#"exec 9<"$_pc_real" || { echo "open failed" >&2; exit 46; };"#.into());
+    s.extend(resolve_and_check("_pc_fd_real", "/proc/self/fd/9"));
+    s.push(r#"cd /proc/self/fd/9 || { echo "cd failed" >&2; exit 46; };"#.into());
+    s.push("set -- *".into());
+    s.push(
+        r#"if [ "$#" -eq 1 ] && [ "$1" = "*" ] && [ ! -e "$1" ] && [ ! -L "$1" ]; then set --; fi"#
+            .into(),
+    );
+    s.push(
+        r#"for entry in .[!.]* ..?*; do [ -e "$entry" ] || [ -L "$entry" ] || continue; set -- "$@" "$entry"; done"#
+            .into(),
+    );
+    s.push(format!(
+        r#"if [ "$#" -eq 0 ]; then dd if=/dev/zero bs=1024 count=1 2>/dev/null; else tar -c --no-xattrs {}{} -f - -- "$@" || {{ echo "tar failed" >&2; exit 43; }}; fi"#,
+        if follow_symlinks { "-h " } else { "" },
+        exclude_flags.join(" ")
+    ));
+    s.push("exec 9>&-;".into());
+    s.join("\n")
+}
+
+/// The post-upload wrapper (§16.5): `$1` is the cwd, `$2` the verbatim command.
+pub fn post_upload_wrapper(root: &str) -> String {
+    let mut s = preamble(root);
+    s.extend(resolve_and_check("_pc_real", r#""$1""#));
+    s.push(r#"exec 9<"$_pc_real" || { echo "open failed" >&2; exit 46; };"#.into());
+    s.extend(resolve_and_check("_pc_fd_real", "/proc/self/fd/9"));
+    s.push(r#"cd /proc/self/fd/9 || { echo "cd failed" >&2; exit 46; };"#.into());
+    s.push(r#"exec /bin/sh -c "$2" pc-post-upload;"#.into());
+    s.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_are_octal_padded() {
+        assert_eq!(octal_mode(0o600 as f64), "600");
+        assert_eq!(octal_mode(0o7 as f64), "007");
+        assert_eq!(octal_mode(0o104755 as f64), "4755");
+        assert_eq!(octal_mode(420.9), "644");
+    }
+
+    #[test]
+    fn scripts_quote_paths_and_keep_the_exit_codes() {
+        let script = sync_in_files(
+            "/workspace",
+            "/workspace/.paperclip-upload-x",
+            &[InboundFile {
+                target_path: "/workspace/it's/a.txt".into(),
+                mode: Some(384.0),
+            }],
+            2048,
+        );
+        assert!(script.contains(r#"_pc_root=$(_pc_resolve '/workspace') || { echo "cannot resolve root" >&2; exit 41; };"#));
+        assert!(script.contains(
+            r#"_pc_confine_ancestor '/workspace/it'\''s' || { echo "ESCAPE" >&2; exit 42; };"#
+        ));
+        assert!(script.contains("head -c 2048 | tar -xf - -C '/workspace/.paperclip-upload-x' || { echo \"extract failed\" >&2; exit 43; };"));
+        assert!(script.contains("chmod 600 '/workspace/.paperclip-upload-x/0' || { echo \"chmod failed\" >&2; exit 48; };"));
+        assert!(script.contains("mv -f '/workspace/.paperclip-upload-x/0' /proc/self/fd/8/'a.txt' || { echo \"rename failed\" >&2; exit 44; };"));
+        let out = sync_out_directory("/workspace", "/workspace/d", &["node_modules".into()], true);
+        assert!(out.contains("else tar -c --no-xattrs -h --exclude '._*' --exclude 'node_modules' -f - -- \"$@\" || { echo \"tar failed\" >&2; exit 43; }; fi"));
+        let wrapper = post_upload_wrapper("/workspace");
+        assert!(wrapper.ends_with("exec /bin/sh -c \"$2\" pc-post-upload;"));
+    }
+}

@@ -1,0 +1,395 @@
+//! Login terminals against the Kubernetes API emulator: a real tty exec in the Sandbox pod
+//! (echo, line discipline, resize over channel 4), the single exit, release closing sessions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
+use kubernetes::KubernetesProvider;
+use sandbox_core::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+const CANARY: &str = "canary-token-3b9d1f7e55";
+const NS: &str = "paperclip-acme";
+const HOME: &str = "/tmp/paperclip-adapter-login/6a1f0c2e-9b3d-4e5f-a6b7-c8d9e0f1a2b3";
+
+/// The pods have no `claude`: every `/bin/sh` of the emulator first installs a fake one on
+/// PATH (an interactive line loop), then runs its script as usual.
+const FAKE_CLAUDE_SHELL: &str = r#"if [ ! -x /tmp/fakebin/claude ]; then mkdir -p /tmp/fakebin && printf '%s\n' '#!/bin/sh' 'printf "ready\n"' 'while IFS= read -r line; do case "$line" in size) stty size ;; quit) exit 7 ;; *) printf "got:%s\n" "$line" ;; esac; done' > /tmp/fakebin/claude && chmod +x /tmp/fakebin/claude && cp /tmp/fakebin/claude /tmp/fakebin/grok; fi; PATH=/tmp/fakebin:$PATH; eval "$2""#;
+
+#[derive(Debug)]
+enum Event {
+    Output(String, String, String),
+    Exit(String, String, Option<i32>),
+}
+
+struct ChannelSink(mpsc::UnboundedSender<Event>);
+
+impl HostSink for ChannelSink {
+    fn log(&self, _: LogLevel, m: &str) {
+        assert!(!m.contains(CANARY));
+    }
+    fn execution_log(&self, _: OutputStream, _: String) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn login_output(&self, r: &str, s: &str, c: String) {
+        let _ = self.0.send(Event::Output(r.into(), s.into(), c));
+    }
+    fn login_exit(&self, r: &str, s: &str, code: Option<i32>) {
+        let _ = self.0.send(Event::Exit(r.into(), s.into(), code));
+    }
+    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
+    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
+}
+
+struct Terminal {
+    events: mpsc::UnboundedReceiver<Event>,
+    seen: String,
+}
+
+impl Terminal {
+    /// Reads output until `done(all output)` holds; returns the exit if one comes first.
+    async fn until(&mut self, what: &str, done: impl Fn(&str) -> bool) -> Option<Option<i32>> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.events.recv()).await {
+                Ok(Some(Event::Output(route, session, chunk))) => {
+                    assert!(route.starts_with("route-") && session.starts_with("pty-"));
+                    self.seen.push_str(&chunk)
+                }
+                Ok(Some(Event::Exit(_, _, code))) => return Some(code),
+                Ok(None) => panic!("sink closed waiting for {what}"),
+                Err(_) => panic!("timed out waiting for {what}; seen {:?}", self.seen),
+            }
+        }
+        None
+    }
+
+    async fn exit(&mut self) -> (String, String, Option<i32>) {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(20), self.events.recv()).await {
+                Ok(Some(Event::Output(_, _, chunk))) => self.seen.push_str(&chunk),
+                Ok(Some(Event::Exit(r, s, code))) => return (r, s, code),
+                other => panic!("no exit: {other:?}"),
+            }
+        }
+    }
+}
+
+fn open_params(route: &str, lease_id: &str) -> Value {
+    json!({"hostRouteId": route, "driverKey": "kubernetes", "companyId": "c-1",
+        "environmentId": "e-1", "providerLeaseId": lease_id, "loginCommandKey": "claude",
+        "sessionHome": HOME})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_tty_with_resize_then_release_closes_the_session() {
+    let mut opts = KubeEmulatorOptions::for_tests();
+    opts.token = Some(CANARY.into());
+    opts.command_overrides = BTreeMap::from([(
+        "/bin/sh".to_string(),
+        vec![
+            "/bin/bash".into(),
+            "-c".into(),
+            FAKE_CLAUDE_SHELL.into(),
+            "sh".into(),
+        ],
+    )]);
+    let emu = KubernetesEmulator::start(opts).await.unwrap();
+    let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
+        "egressMode": "cilium"});
+    let provider = KubernetesProvider::new();
+    let acquired = provider
+        .acquire(
+            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-l"}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    let lease_id = acquired["providerLeaseId"].as_str().unwrap().to_string();
+    assert!(provider.login().is_remembered(&lease_id));
+
+    let (tx, events) = mpsc::unbounded_channel();
+    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink(tx));
+    let mut term = Terminal {
+        events,
+        seen: String::new(),
+    };
+    let opened = provider
+        .login_pty_open(&open_params("route-1", &lease_id), sink.clone())
+        .await
+        .unwrap();
+    let session = opened["workerSessionId"].as_str().unwrap().to_string();
+    assert!(session.starts_with("pty-"));
+    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+
+    provider
+        .login_pty_input(
+            &json!({"workerSessionId": session, "data": "hello\n"}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    // The tty echoes the input and maps NL to CR NL.
+    assert_eq!(
+        term.until("echo", |s| s.contains("hello\r\ngot:hello\r\n"))
+            .await,
+        None
+    );
+
+    provider.login().resize(&session, 100, 30);
+    let mut resized = false;
+    for _ in 0..50 {
+        let before = term.seen.len();
+        provider
+            .login_pty_input(
+                &json!({"workerSessionId": session, "data": "size\n"}),
+                &NullSink,
+            )
+            .await
+            .unwrap();
+        let sized = |s: &str| {
+            s[before..].split("\r\n").any(|l| {
+                l.split(' ').count() == 2
+                    && l.split(' ')
+                        .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+        };
+        assert_eq!(term.until("stty size", sized).await, None);
+        if term.seen[before..].contains("\r\n30 100\r\n") {
+            resized = true;
+            break;
+        }
+    }
+    assert!(resized, "{:?}", term.seen);
+
+    // The session home was created before the command ran.
+    let check = provider
+        .execute(
+            &json!({"config": config, "companyId": "c-1", "command": "sh",
+                "args": ["-c", format!("test -d {HOME} && echo yes")], "timeoutMs": 30000,
+                "lease": {"providerLeaseId": lease_id, "metadata": acquired["metadata"]}}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(check["stdout"], "yes\n", "{check}");
+
+    // Over-long input is refused; the session goes on.
+    let big = provider
+        .login_pty_input(
+            &json!({"workerSessionId": session, "data": "x".repeat(65537)}),
+            &NullSink,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(big.message, "Kubernetes login PTY input exceeds limit");
+
+    provider
+        .login_pty_input(
+            &json!({"workerSessionId": session, "data": "quit\n"}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        term.exit().await,
+        ("route-1".into(), session.clone(), Some(7))
+    );
+    assert_eq!(provider.login().route_count(), 0);
+    // Input after the exit is ignored; stop and close are harmless.
+    provider
+        .login_pty_input(
+            &json!({"workerSessionId": session, "data": "late\n"}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        provider
+            .login_pty_stop(&json!({"workerSessionId": session}), &NullSink)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        provider
+            .login_pty_close(&json!({"hostRouteId": "route-1"}), &NullSink)
+            .await
+            .unwrap(),
+        json!({"hostRouteId": "route-1"})
+    );
+
+    // A closed route: Ctrl-C is queued before the socket closes, and the login process is
+    // gone (the fake `grok` is only ever run here; it is visible in the host's /proc).
+    let mut grok = open_params("route-c", &lease_id);
+    grok["loginCommandKey"] = json!("grok");
+    let opened = provider.login_pty_open(&grok, sink.clone()).await.unwrap();
+    term.seen.clear();
+    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    let running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| c.windows(27).any(|w| w == b"/tmp/fakebin/grok\0login\0--d"))
+            })
+            .count()
+    };
+    assert_eq!(running(), 1);
+    assert_eq!(
+        provider
+            .login_pty_close(
+                &json!({"hostRouteId": "route-c", "workerSessionId": opened["workerSessionId"]}),
+                &NullSink
+            )
+            .await
+            .unwrap(),
+        json!({"hostRouteId": "route-c"})
+    );
+    assert_eq!(provider.login().route_count(), 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running() > 0 {
+        assert!(Instant::now() < deadline, "the login process was not ended");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // A second session, ended by the lease's release: exit(None), once.
+    let opened = provider
+        .login_pty_open(&open_params("route-2", &lease_id), sink.clone())
+        .await
+        .unwrap();
+    let second = opened["workerSessionId"].as_str().unwrap().to_string();
+    term.seen.clear();
+    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    provider
+        .release(
+            &json!({"config": config, "companyId": "c-1", "providerLeaseId": lease_id,
+                "leaseMetadata": acquired["metadata"]}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(term.exit().await, ("route-2".into(), second, None));
+    assert_eq!(provider.login().route_count(), 0);
+    assert!(!provider.login().is_remembered(&lease_id));
+    let gone = provider
+        .login_pty_open(&open_params("route-3", &lease_id), sink.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        gone.message,
+        "Kubernetes login PTY: lease ownership mismatch or unknown lease"
+    );
+    assert!(!term.seen.contains(CANARY));
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ["pods", "sandboxes", "secrets"]
+        .iter()
+        .map(|p| emu.counts().count(NS, p))
+        .sum::<usize>()
+        > 0
+    {
+        assert!(Instant::now() < deadline, "leaked objects");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Nothing more was reported.
+    assert!(term.events.try_recv().is_err());
+    emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
+    let mut opts = KubeEmulatorOptions::for_tests();
+    opts.token = Some(CANARY.into());
+    opts.command_overrides = BTreeMap::from([(
+        "/bin/sh".to_string(),
+        vec![
+            "/bin/bash".into(),
+            "-c".into(),
+            FAKE_CLAUDE_SHELL.into(),
+            "sh".into(),
+        ],
+    )]);
+    let emu = KubernetesEmulator::start(opts).await.unwrap();
+    let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
+        "egressMode": "cilium"});
+    let provider = KubernetesProvider::new();
+    let acquired = provider
+        .acquire(
+            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-m"}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    let lease_id = acquired["providerLeaseId"].as_str().unwrap().to_string();
+    let (tx, events) = mpsc::unbounded_channel();
+    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink(tx));
+    let mut term = Terminal {
+        events,
+        seen: String::new(),
+    };
+    let opened = provider
+        .login_pty_open(&open_params("route-1", &lease_id), sink.clone())
+        .await
+        .unwrap();
+    let session = opened["workerSessionId"].as_str().unwrap().to_string();
+    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    provider.shutdown(&json!({}), &NullSink).await.unwrap();
+    assert_eq!(term.exit().await, ("route-1".into(), session, None));
+    assert!(!provider.login().is_remembered(&lease_id));
+
+    // Resume re-remembers the lease; with its Sandbox deleted behind the worker's back the
+    // connector's readiness wait fails and the open rejects with the cluster's message.
+    let resumed = provider
+        .resume(
+            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
+                "providerLeaseId": lease_id, "leaseMetadata": acquired["metadata"]}),
+            &NullSink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(resumed["providerLeaseId"], json!(lease_id), "{resumed}");
+    assert!(provider.login().is_remembered(&lease_id));
+    let destroy = json!({"config": config, "companyId": "c-1", "providerLeaseId": lease_id,
+        "leaseMetadata": acquired["metadata"]});
+    // Delete the Sandbox with a second provider (this worker keeps its memory).
+    KubernetesProvider::new()
+        .destroy(&destroy, &NullSink)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ["pods", "sandboxes"]
+        .iter()
+        .map(|p| emu.counts().count(NS, p))
+        .sum::<usize>()
+        > 0
+    {
+        assert!(Instant::now() < deadline, "leaked objects");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let err = provider
+        .login_pty_open(&open_params("route-2", &lease_id), sink.clone())
+        .await
+        .unwrap_err();
+    assert!(!err.message.contains(CANARY));
+    assert_eq!(err.code, Some(404), "{}", err.message);
+    assert!(err.message.contains(&lease_id), "{}", err.message);
+    assert_eq!(provider.login().route_count(), 0);
+    provider.destroy(&destroy, &NullSink).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ["pods", "sandboxes", "secrets"]
+        .iter()
+        .map(|p| emu.counts().count(NS, p))
+        .sum::<usize>()
+        > 0
+    {
+        assert!(Instant::now() < deadline, "leaked objects");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    emu.shutdown().await;
+}

@@ -145,10 +145,10 @@ describe("paperclip-sandbox CLI", () => {
     expect(stdout).toMatch(/^ {2}check /m);
   });
 
-  it("check is not implemented yet and exits 2 with a clear message", () => {
+  it("check without --provider is a usage error (check itself: __test__/cli.spec.js)", () => {
     const { code, stderr } = run(["check", "--emulator"]);
     expect(code).toBe(2);
-    expect(stderr).toContain("`check` is not implemented yet");
+    expect(stderr).toContain("check needs --provider createos|kubernetes");
   });
 
   it("an unknown command is a usage error", () => {

@@ -660,16 +660,17 @@ async fn watcher_streams_changes_and_v4_exec_works() {
         .unwrap()
         .unwrap();
     assert_eq!(first.metadata.name.as_deref(), Some("w1"));
-    // Status changes arrive as further events until the pod runs.
-    loop {
-        let p = tokio::time::timeout(WAIT, stream.try_next())
+    // Status changes arrive as further events until the pod runs. The pod may already be
+    // running when the watch's initial event is built (a slow or busy machine), so the first
+    // event counts too.
+    let running = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    let mut latest = first;
+    while !running(&latest) {
+        latest = tokio::time::timeout(WAIT, stream.try_next())
             .await
             .unwrap()
             .unwrap()
             .unwrap();
-        if p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running") {
-            break;
-        }
     }
     let p = pods
         .exec(

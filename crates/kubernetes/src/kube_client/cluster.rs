@@ -49,7 +49,7 @@ impl KubeCluster {
             }
             ApiMethod::ReadNamespacedPodLog => {
                 let req = Request::new(core_path(&request, "pods")?)
-                    .logs(field(&request, "name")?, &LogParams::default())
+                    .logs(&field(&request, "name")?, &LogParams::default())
                     .map_err(build_error)?;
                 let text = client.request_text(req).await.map_err(fail)?;
                 return Ok(Value::String(text));
@@ -71,7 +71,7 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
     use ApiMethod::*;
     let get = |path: String| {
         Request::new(path)
-            .get(field(request, "name")?, &GetParams::default())
+            .get(&field(request, "name")?, &GetParams::default())
             .map_err(build_error)
     };
     let create = |path: String| {
@@ -87,7 +87,7 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
             ..DeleteParams::default()
         };
         Request::new(path)
-            .delete(field(request, "name")?, &params)
+            .delete(&field(request, "name")?, &params)
             .map_err(build_error)
     };
     let rbac = |plural: &str| -> Result<String, ApiError> {
@@ -120,7 +120,7 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
         }
         CreateNamespacedJob => create(batch_path(request)?),
         ReadNamespacedJobStatus => Request::new(batch_path(request)?)
-            .get_subresource("status", field(request, "name")?)
+            .get_subresource("status", &field(request, "name")?)
             .map_err(build_error),
         DeleteNamespacedJob => delete(batch_path(request)?),
         CreateNamespacedCustomObject => create(custom_path(request)?),
@@ -136,10 +136,40 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
     }
 }
 
-fn field<'a>(request: &'a Value, key: &str) -> Result<&'a str, ApiError> {
-    request.get(key).and_then(Value::as_str).ok_or_else(|| {
-        ApiError::transport(format!("Required parameter {key} was null or undefined"))
-    })
+/// A path parameter, encoded as client-node does (`encodeURIComponent(String(value))`): a name
+/// that is not a valid object name still makes a request (and meets the server's 404 or 422)
+/// instead of failing to build one.
+fn field(request: &Value, key: &str) -> Result<String, ApiError> {
+    request
+        .get(key)
+        .and_then(Value::as_str)
+        .map(encode_uri_component)
+        .ok_or_else(|| {
+            ApiError::transport(format!("Required parameter {key} was null or undefined"))
+        })
+}
+
+/// JavaScript's `encodeURIComponent` (UTF-8; lone surrogates cannot occur in a Rust string).
+fn encode_uri_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        match byte {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'-'
+            | b'_'
+            | b'.'
+            | b'!'
+            | b'~'
+            | b'*'
+            | b'\''
+            | b'('
+            | b')' => out.push(byte as char),
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
 }
 
 fn core_path(request: &Value, plural: &str) -> Result<String, ApiError> {
@@ -315,6 +345,24 @@ mod tests {
             assert_eq!(err.status.as_ref().unwrap()["reason"], reason);
             assert!(!err.message.contains("ApiError"));
         }
+    }
+
+    /// Regression (found by the reliability fuzzer): a lease ID that is not a valid object name
+    /// (here `String({})`) failed with "failed to build request: invalid uri character" before
+    /// any request; client-node encodes path parameters and sends the request.
+    #[tokio::test]
+    async fn path_parameters_are_encoded_like_encode_uri_component() {
+        let (cluster, seen) = canned(|_, _| (404, status(404, "NotFound", "not found")));
+        let err = cluster
+            .read_namespaced_pod(json!({"namespace": "ns x", "name": "[object Object]/é?#"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, 404);
+        assert_eq!(
+            seen.lock().unwrap()[0].1,
+            "/api/v1/namespaces/ns%20x/pods/%5Bobject%20Object%5D%2F%C3%A9%3F%23"
+        );
+        assert_eq!(encode_uri_component("pc-01ab.x_~!*'()"), "pc-01ab.x_~!*'()");
     }
 
     #[tokio::test]

@@ -149,6 +149,25 @@ fn fs_error(err: &io::Error, syscall: &str, path: &Path) -> ProviderError {
     ProviderError::new(node_fs_message(err, syscall, path))
 }
 
+/// `fs.copyFile(source, dest)`'s rejection: Node names both paths (`… copyfile 'a' -> 'b'`), and
+/// a directory source fails with EISDIR (std reports it without an errno).
+fn copyfile_error(err: &io::Error, source: &Path, dest: &Path) -> ProviderError {
+    use std::os::unix::ffi::OsStrExt;
+    if source.as_os_str().as_bytes().contains(&0) {
+        // Argument validation (ERR_INVALID_ARG_VALUE) names no paths.
+        return ProviderError::new(node_fs_message(err, "copyfile", source));
+    }
+    let message = if err.raw_os_error().is_none() && source.is_dir() {
+        format!(
+            "EISDIR: illegal operation on a directory, copyfile '{}'",
+            source.display()
+        )
+    } else {
+        node_fs_message(err, "copyfile", source)
+    };
+    ProviderError::new(format!("{message} -> '{}'", dest.display()))
+}
+
 fn host_temp_dir() -> ProviderResult<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix("paperclip-k8s-sync-")
@@ -423,7 +442,7 @@ async fn sync_in_files(
         let source = PathBuf::from(&m.source_path);
         tokio::fs::copy(&source, &staged)
             .await
-            .map_err(|e| fs_error(&e, "copyfile", &source))?;
+            .map_err(|e| copyfile_error(&e, &source, &staged))?;
         bytes += tokio::fs::metadata(&source)
             .await
             .map_err(|e| fs_error(&e, "stat", &source))?

@@ -1,0 +1,607 @@
+//! Property-based fuzzing (issue 10, item 3c): zod-exact config parsing, lease metadata, sync
+//! mappings and the params object of every hook, with arbitrary JSON.
+//!
+//! Properties: no panic; no hang (every async call is bounded by a timeout); every `Err` carries
+//! a catalogued message (`error_catalog::explain`, which also reads a ZodError's issue list) or
+//! a documented pass-through (reference `kubernetes-errors.md` §F); the canary kubeconfig token
+//! never appears in an error or a result.
+//!
+//! No network: hook configs use a kubeconfig whose server is a closed loopback port (connection
+//! refused at once), `inCluster` outside a cluster (fails reading the service account), or fail
+//! validation first. Sync mappings run the real sync engine against a pod exec that always
+//! fails. Cases: `PROPTEST_CASES` (default 256 per property, 4,096 under `PAPERCLIP_SOAK=long`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubernetes::KubernetesProvider;
+use kubernetes::exec::{
+    ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
+};
+use kubernetes::runtime::PodExec;
+use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use sandbox_core::{BoxFuture, NullSink, ProviderError};
+use serde_json::{Map, Value, json};
+
+const CANARY: &str = "canary-kube-token-fuzz-3a8c";
+/// Bound of one hook call (a hang fails the property).
+const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+/// What the fake pod exec answers.
+const NO_POD: &str = "fuzz: no pod to exec in";
+
+fn dead_kubeconfig() -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:9\nusers:\n- name: dead\n  user:\n    token: \"{CANARY}\"\ncontexts:\n- name: dead\n  context:\n    cluster: dead\n    user: dead\ncurrent-context: dead\n"
+    )
+}
+
+const KEYS: &[&str] = &[
+    "kubeconfig",
+    "inCluster",
+    "companySlug",
+    "backend",
+    "egressMode",
+    "namespacePrefix",
+    "adapterType",
+    "adapters",
+    "runtimeImage",
+    "imageAllowList",
+    "imageRegistry",
+    "imagePullSecrets",
+    "defaultResources",
+    "requests",
+    "limits",
+    "cpu",
+    "memory",
+    "runtimeClassName",
+    "egressAllowFqdns",
+    "egressAllowCidrs",
+    "podActivityDeadlineSec",
+    "jobTtlSecondsAfterFinished",
+    "paperclipServerPodSelector",
+    "serviceAccountAnnotations",
+    "probeCommand",
+    "envKeys",
+    "defaultEnv",
+    "allowFqdns",
+    "providerLeaseId",
+    "leaseMetadata",
+    "metadata",
+    "lease",
+    "namespace",
+    "jobName",
+    "podName",
+    "secretName",
+    "phase",
+    "remoteCwd",
+    "expiresAt",
+    "requestedExpiresAt",
+    "companyId",
+    "environmentId",
+    "runId",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "stdin",
+    "timeoutMs",
+    "operations",
+    "files",
+    "kind",
+    "sourcePath",
+    "targetPath",
+    "workspace",
+    "executionWorkspaceSettings",
+    "networkEgress",
+    "hostRouteId",
+    "workerSessionId",
+    "data",
+    "cols",
+    "rows",
+    "__proto__",
+];
+
+fn cases() -> u32 {
+    if let Ok(n) = std::env::var("PROPTEST_CASES") {
+        return n.parse().expect("PROPTEST_CASES is a count");
+    }
+    match std::env::var("PAPERCLIP_SOAK").as_deref() {
+        Ok("long") => 4096,
+        _ => 256,
+    }
+}
+
+fn runner() -> TestRunner {
+    TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => proptest::sample::select(KEYS).prop_map(str::to_owned),
+        1 => "[a-zA-Z_]{0,8}",
+    ]
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        prop_oneof![Just(0.5), Just(-0.0), Just(1e308), Just(-1.0)].prop_map(|f| json!(f)),
+        prop_oneof![0i64..100_000, Just(60), Just(86_400)].prop_map(|n| json!(n)),
+        "\\PC{0,16}".prop_map(Value::String),
+        prop_oneof![
+            Just(""),
+            Just(" "),
+            Just("\0"),
+            Just("a\nb"),
+            Just("../.."),
+            Just("/"),
+            Just("/workspace"),
+            Just("sandbox-cr"),
+            Just("job"),
+            Just("cilium"),
+            Just("standard"),
+            Just("claude_local"),
+            Just("acme"),
+            Just("100m"),
+            Just("1Gi"),
+            Just("10.0.0.0/8"),
+            Just("pc-01hzzzzzzzzzzzzzzzzzzzzzzz"),
+            Just("2030-01-01T00:00:00.000Z"),
+        ]
+        .prop_map(|s| json!(s)),
+    ]
+}
+
+fn any_json() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map(key(), inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// A connection that never reaches a real cluster.
+fn connection() -> impl Strategy<Value = (Option<Value>, Option<Value>)> {
+    prop_oneof![
+        4 => Just((Some(json!(dead_kubeconfig())), None)),
+        1 => Just((None, Some(json!(true)))),
+        1 => Just((Some(json!("not: [yaml")), None)),
+        1 => Just((Some(json!("")), None)),
+        1 => Just((None, None)),
+        1 => Just((Some(json!(3)), Some(json!("yes")))),
+    ]
+}
+
+/// A config that is valid apart from some arbitrary fields (the connection always safe), or
+/// arbitrary non-object JSON.
+fn config() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => (
+            connection(),
+            proptest::collection::btree_map(key(), any_json(), 0..4),
+        )
+            .prop_map(|((kubeconfig, in_cluster), extra)| {
+                let mut config = json!({ "companySlug": "acme", "backend": "sandbox-cr",
+                    "egressMode": "cilium" });
+                for (k, v) in extra {
+                    config[k] = v;
+                }
+                let object = config.as_object_mut().unwrap();
+                object.remove("kubeconfig");
+                object.remove("inCluster");
+                if let Some(k) = kubeconfig {
+                    object.insert("kubeconfig".into(), k);
+                }
+                if let Some(c) = in_cluster {
+                    object.insert("inCluster".into(), c);
+                }
+                config
+            }),
+        1 => any_json().prop_filter_map("no object", |v| (!v.is_object()).then_some(v)),
+    ]
+}
+
+fn params() -> impl Strategy<Value = Value> {
+    (
+        config(),
+        proptest::collection::btree_map(key(), any_json(), 0..6),
+        any::<bool>(),
+    )
+        .prop_map(|(config, extra, with_lease)| {
+            let mut params = Map::new();
+            params.insert("companyId".into(), json!("c-1"));
+            params.insert("environmentId".into(), json!("e-1"));
+            params.insert("runId".into(), json!("run-1"));
+            if with_lease {
+                let metadata = json!({ "namespace": "paperclip-acme", "jobName": "pc-1",
+                    "podName": "pc-1-pod", "secretName": "pc-1-env", "phase": "Running",
+                    "backend": "sandbox-cr", "remoteCwd": "/workspace" });
+                params.insert("providerLeaseId".into(), json!("pc-1"));
+                params.insert("leaseMetadata".into(), metadata.clone());
+                params.insert(
+                    "lease".into(),
+                    json!({ "providerLeaseId": "pc-1", "metadata": metadata }),
+                );
+                params.insert("command".into(), json!("true"));
+                params.insert("timeoutMs".into(), json!(2000));
+            }
+            for (k, v) in extra {
+                if k != "config" {
+                    params.insert(k, v);
+                }
+            }
+            params.insert("config".into(), config);
+            Value::Object(params)
+        })
+}
+
+/// Messages owned by a dependency (reference `kubernetes-errors.md` §F), each with its reason.
+fn pass_through(error: &ProviderError) -> Option<&'static str> {
+    if error.code.is_some_and(|c| (100..600).contains(&c)) {
+        return Some("Kubernetes API Status message with its HTTP code");
+    }
+    let m = error.message.as_str();
+    if ["ServiceError: ", "HyperError: ", "HttpError: "]
+        .iter()
+        .any(|p| m.starts_with(p))
+    {
+        return Some("HTTP client transport error");
+    }
+    // kube-rs's in-cluster config loading (the original passes `loadFromCluster` errors
+    // through the same way).
+    if m.starts_with("failed to read an incluster ") {
+        return Some("in-cluster config loading error");
+    }
+    // kube-rs's kubeconfig loading (the original passes `loadFromString` YAML errors through).
+    if m.starts_with("failed to parse kubeconfig YAML: ") {
+        return Some("kubeconfig YAML error");
+    }
+    // kube-rs refuses an empty object name before sending (lease ID `[]` reads as `""`).
+    // Deliberate divergence: client-node would send DELETE …/sandboxes/ (the collection).
+    if m == "failed to validate request: A non-empty name is required" {
+        return Some("kube-rs refuses an empty object name");
+    }
+    if m == NO_POD {
+        return Some("the fake pod exec of this test");
+    }
+    if m.starts_with("Cannot read properties of ")
+        || m.ends_with(" is not iterable")
+        || m.ends_with(" is not a function")
+    {
+        return Some("V8 TypeError text of an unguarded JS operation");
+    }
+    if m.starts_with("The \"") && m.contains("\" argument must be ") {
+        return Some("Node ERR_INVALID_ARG_TYPE text");
+    }
+    if let Some((code, _)) = m.split_once(": ")
+        && code.len() > 1
+        && code.starts_with('E')
+        && code.chars().all(|c| c.is_ascii_uppercase())
+    {
+        return Some("Node fs errno text");
+    }
+    None
+}
+
+fn check_error(what: &str, input: &Value, error: &ProviderError) -> Result<(), TestCaseError> {
+    prop_assert!(
+        !error.message.contains(CANARY),
+        "{what}: the token leaked: {error:?}"
+    );
+    prop_assert!(
+        error_catalog::explain(&error.message).is_some() || pass_through(error).is_some(),
+        "{what}: uncatalogued error {error:?} for {input}"
+    );
+    Ok(())
+}
+
+fn check_result(what: &str, result: &Value) -> Result<(), TestCaseError> {
+    prop_assert!(
+        !result.to_string().contains(CANARY),
+        "{what}: the token in a result: {result}"
+    );
+    Ok(())
+}
+
+/// `validateConfig`'s `normalizedConfig` is the host's own config handed back for the host to
+/// persist (the contract, as in the original), so it carries the kubeconfig by design; the rest
+/// of the result must not.
+fn without_normalized_config(result: &Value) -> Value {
+    let mut result = result.clone();
+    if let Some(object) = result.as_object_mut() {
+        object.remove("normalizedConfig");
+    }
+    result
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
+    let strategy = prop_oneof![any_json(), config()];
+    runner()
+        .run(&strategy, |raw| {
+            let params = json!({ "config": raw, "companyId": "c-1" });
+            match kubernetes::validate_config(&params) {
+                Ok(result) => {
+                    check_result("validate_config", &without_normalized_config(&result))?;
+                    for message in result
+                        .get("errors")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let message = message.as_str().unwrap_or_default();
+                        prop_assert!(
+                            error_catalog::explain(message).is_some(),
+                            "validate_config: uncatalogued {message:?} for {raw}"
+                        );
+                    }
+                }
+                Err(error) => check_error("validate_config", &raw, &error)?,
+            }
+            if let Err(error) = kubernetes::parse_config_for_hook(&params) {
+                check_error("parse_config_for_hook", &raw, &error)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// `Value` and `Option<Value>` results alike.
+trait OptionLike {
+    fn into_option(self) -> Option<Value>;
+}
+impl OptionLike for Value {
+    fn into_option(self) -> Option<Value> {
+        Some(self)
+    }
+}
+impl OptionLike for Option<Value> {
+    fn into_option(self) -> Option<Value> {
+        self
+    }
+}
+
+macro_rules! hooks {
+    ($provider:expr, $params:expr, $($name:ident),+ $(,)?) => {{
+        let mut outcomes: Vec<(&'static str, Option<Result<Option<Value>, ProviderError>>)> = Vec::new();
+        $(
+            let outcome = tokio::time::timeout(HOOK_TIMEOUT, $provider.$name($params, &NullSink))
+                .await
+                .ok()
+                .map(|r| r.map(OptionLike::into_option));
+            outcomes.push((stringify!($name), outcome));
+        )+
+        outcomes
+    }};
+}
+
+#[test]
+fn every_hook_with_arbitrary_params() {
+    let rt = runtime();
+    let provider = KubernetesProvider::new();
+    runner()
+        .run(&params(), |params| {
+            let outcomes = rt.block_on(async {
+                let p = &provider;
+                let params = &params;
+                let mut outcomes = hooks!(
+                    p,
+                    params,
+                    probe,
+                    acquire,
+                    resume,
+                    release,
+                    destroy,
+                    realize_workspace,
+                    execute,
+                    sync_in,
+                    sync_out,
+                    login_pty_input,
+                    login_pty_stop,
+                    login_pty_close,
+                );
+                let sink: Arc<dyn sandbox_core::HostSink> = Arc::new(NullSink);
+                let open = tokio::time::timeout(HOOK_TIMEOUT, p.login_pty_open(params, sink))
+                    .await
+                    .ok()
+                    .map(|r| r.map(OptionLike::into_option));
+                outcomes.push(("login_pty_open", open));
+                outcomes
+            });
+            for (name, outcome) in outcomes {
+                match outcome {
+                    None => prop_assert!(false, "{name} hung on {params}"),
+                    Some(Ok(Some(result))) => check_result(name, &result)?,
+                    Some(Ok(None)) => {}
+                    Some(Err(error)) => check_error(name, &params, &error)?,
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A pod exec that always fails: the sync engine's own checks run, nothing executes.
+struct NoPod;
+
+impl PodExec for NoPod {
+    fn exec(
+        &self,
+        _request: ExecRequest,
+        _tap: Option<OutputTap>,
+    ) -> BoxFuture<'_, Result<ExecOutput, ExecError>> {
+        Box::pin(async { Err(ExecError::Transport(NO_POD.into())) })
+    }
+
+    fn exec_streaming<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _pod: &'a str,
+        _argv: &'a [String],
+        _io: StreamingIo<'a>,
+    ) -> BoxFuture<'a, Result<StreamingOutput, ExecError>> {
+        Box::pin(async { Err(ExecError::Transport(NO_POD.into())) })
+    }
+}
+
+fn mapping(root: String) -> impl Strategy<Value = Value> {
+    let host = prop_oneof![
+        Just(format!("{root}/file.txt")),
+        Just(format!("{root}/dir")),
+        Just(format!("{root}/missing")),
+        Just(format!("{root}/dir/../file.txt")),
+        Just("relative/path".to_owned()),
+        Just(String::new()),
+    ]
+    .prop_map(Value::String);
+    let remote = prop_oneof![
+        Just(json!("/workspace/x")),
+        Just(json!("/workspace/../etc")),
+        Just(json!("/etc/passwd")),
+        Just(json!("relative")),
+        Just(json!("/a\nb")),
+        Just(json!("/a\0b")),
+        any_json(),
+    ];
+    (
+        prop_oneof![Just(json!("file")), Just(json!("directory")), any_json()],
+        prop_oneof![3 => host, 1 => any_json()],
+        remote,
+        prop_oneof![Just(Value::Null), Just(json!(420)), any_json()],
+        any::<bool>(),
+    )
+        .prop_map(|(kind, host, remote, mode, swap)| {
+            let (source, target) = if swap { (remote, host) } else { (host, remote) };
+            json!({ "kind": kind, "sourcePath": source, "targetPath": target, "mode": mode })
+        })
+}
+
+fn operations(root: String) -> impl Strategy<Value = Value> {
+    let command = (any_json(), any_json())
+        .prop_map(|(command, cwd)| json!({ "command": command, "cwd": cwd }));
+    prop_oneof![
+        1 => any_json(),
+        4 => proptest::collection::vec(
+            (
+                any_json(),
+                proptest::collection::vec(mapping(root), 0..3),
+                prop_oneof![
+                    Just(Value::Null),
+                    proptest::collection::vec(command, 0..2).prop_map(Value::Array)
+                ],
+            )
+                .prop_map(|(id, files, commands)| {
+                    json!({ "operationId": id, "files": files, "postUploadCommands": commands })
+                }),
+            0..3,
+        )
+        .prop_map(Value::Array),
+    ]
+}
+
+#[test]
+fn sync_mappings_with_arbitrary_fields() {
+    let fixture =
+        Fixture(std::env::temp_dir().join(format!("k8s-fuzz-sync-{}", std::process::id())));
+    let root = fixture.0.clone();
+    std::fs::create_dir_all(root.join("dir")).unwrap();
+    std::fs::write(root.join("file.txt"), "fuzz").unwrap();
+    std::fs::write(root.join("dir/inner.txt"), "fuzz").unwrap();
+    let rt = runtime();
+    let target = SyncTarget {
+        exec: Arc::new(NoPod),
+        namespace: "paperclip-acme".into(),
+        pod: "pc-1-pod".into(),
+    };
+    runner()
+        .run(&operations(root.display().to_string()), |raw| {
+            let operations = SyncOperation::parse_all(Some(&raw));
+            let (sync_in, sync_out) = rt.block_on(async {
+                (
+                    tokio::time::timeout(
+                        HOOK_TIMEOUT,
+                        perform_sync_in(&target, &operations, "/workspace", 2000),
+                    )
+                    .await,
+                    tokio::time::timeout(
+                        HOOK_TIMEOUT,
+                        perform_sync_out(&target, &operations, "/workspace", 2000, None),
+                    )
+                    .await,
+                )
+            });
+            for (name, outcome) in [("sync_in", sync_in), ("sync_out", sync_out)] {
+                match outcome {
+                    Err(_) => prop_assert!(false, "{name} hung on {raw}"),
+                    Ok(Ok(result)) => check_result(name, &result)?,
+                    Ok(Err(error)) => check_error(name, &raw, &error)?,
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    drop(fixture);
+    assert_eq!(
+        names,
+        ["dir", "file.txt"],
+        "sync wrote next to the fixtures"
+    );
+}
+
+/// Regression (found by `sync_mappings_with_arbitrary_fields`): a `file` mapping whose source
+/// is a directory failed with std's "the source path is neither a regular file nor a symlink to
+/// a regular file, copyfile '…'" instead of Node's `fs.copyFile` rejection.
+#[test]
+fn sync_in_of_a_directory_as_a_file_fails_like_node_copyfile() {
+    let root = std::env::temp_dir().join(format!("k8s-fuzz-copyfile-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let target = SyncTarget {
+        exec: Arc::new(NoPod),
+        namespace: "paperclip-acme".into(),
+        pod: "pc-1-pod".into(),
+    };
+    let operations = SyncOperation::parse_all(Some(&json!([{ "operationId": "op",
+        "files": [{ "kind": "file", "sourcePath": root, "targetPath": "/workspace/x" }] }])));
+    let error = runtime()
+        .block_on(perform_sync_in(&target, &operations, "/workspace", 2000))
+        .unwrap_err();
+    std::fs::remove_dir_all(&root).unwrap();
+    let prefix = format!(
+        "EISDIR: illegal operation on a directory, copyfile '{}' -> '",
+        root.display()
+    );
+    assert!(error.message.starts_with(&prefix), "{}", error.message);
+    assert!(error.message.ends_with("/stage/0'"), "{}", error.message);
+}
+
+/// A fixture directory, removed however the test ends.
+struct Fixture(std::path::PathBuf);
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,432 @@
+//! Reliability soak (issue 10, item 3a/3b): many lease lifecycles against the Kubernetes API
+//! emulator (real kube-rs client over HTTPS, real exec over websocket) with random faults
+//! injected through its fault API: 5xx and 409 Status replies, delays, dropped connections, cut
+//! exec and watch streams, slow pod readiness.
+//!
+//! Checked: every failure is a catalogued message (`error_catalog::explain`) or a Kubernetes API
+//! Status message passed through with its numeric code (as the original does); the canary
+//! kubeconfig token never shows up in an error, a log line, a streamed chunk or a result; after
+//! every acquired lease is destroyed, no pod, Sandbox, Job, Secret or per-lease policy is left in
+//! the tenant namespace and no process is alive.
+//!
+//! Size: `PAPERCLIP_SOAK_LIFECYCLES=N`, or `PAPERCLIP_SOAK=long` for 1,000 lifecycles (default
+//! 16). Seed: `PAPERCLIP_SOAK_SEED=N` replays a run; the seed is printed either way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use emulator::kubernetes::{FaultRule, KubeEmulatorOptions, KubernetesEmulator, SettingsPatch};
+use kubernetes::KubernetesProvider;
+use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream, ProviderError};
+use serde_json::json;
+
+const DEFAULT_LIFECYCLES: usize = 16;
+const LONG_LIFECYCLES: usize = 1000;
+const CANARY: &str = "canary-kube-token-7f3e2a91c4";
+const NS: &str = "paperclip-acme";
+
+/// Failures whose message belongs to a dependency rather than to the catalogue (reference
+/// `kubernetes-errors.md` §F), each allowed with its reason. `None`: not a pass-through.
+fn pass_through(error: &ProviderError) -> Option<&'static str> {
+    if error.code.is_some_and(|c| (100..600).contains(&c)) {
+        // client-node's ApiException: the API Status message, with `code` = HTTP status.
+        return Some("Kubernetes API Status (numeric code)");
+    }
+    let m = error.message.as_str();
+    // The HTTP client's own transport errors (the original passes Node's fetch errors through
+    // the same way); kube-rs prefixes them with its error kind.
+    if ["ServiceError: ", "HyperError: ", "HttpError: "]
+        .iter()
+        .any(|p| m.starts_with(p))
+    {
+        return Some("HTTP client transport error");
+    }
+    None
+}
+
+/// Everything the host could see: log lines, streamed chunks and notifications.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Recorder {
+    fn push(&self, text: String) {
+        self.seen.lock().unwrap().push(text);
+    }
+    fn assert_no_canary(&self) {
+        for line in self.seen.lock().unwrap().iter() {
+            assert!(
+                !line.contains(CANARY),
+                "the token leaked to the host: {line}"
+            );
+        }
+    }
+}
+
+impl HostSink for Recorder {
+    fn log(&self, level: LogLevel, message: &str) {
+        self.push(format!("{level:?} {message}"));
+    }
+    fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
+        self.push(format!("{stream:?} {chunk}"));
+        Box::pin(async {})
+    }
+    fn login_output(&self, a: &str, b: &str, chunk: String) {
+        self.push(format!("login {a} {b} {chunk}"));
+    }
+    fn login_exit(&self, a: &str, b: &str, code: Option<i32>) {
+        self.push(format!("login-exit {a} {b} {code:?}"));
+    }
+    fn duplex_data(&self, a: &str, b: &str, data: Vec<u8>) {
+        self.push(format!("duplex {a} {b} {}", String::from_utf8_lossy(&data)));
+    }
+    fn duplex_exit(&self, a: &str, b: &str, code: Option<i32>, x: bool) {
+        self.push(format!("duplex-exit {a} {b} {code:?} {x}"));
+    }
+}
+
+/// xorshift64*: seeded and replayable from the printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+fn seed() -> u64 {
+    match std::env::var("PAPERCLIP_SOAK_SEED") {
+        Ok(s) => s.parse().expect("PAPERCLIP_SOAK_SEED is a u64"),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    }
+}
+
+fn lifecycles() -> usize {
+    if let Ok(n) = std::env::var("PAPERCLIP_SOAK_LIFECYCLES") {
+        return n.parse().expect("PAPERCLIP_SOAK_LIFECYCLES is a count");
+    }
+    match std::env::var("PAPERCLIP_SOAK").as_deref() {
+        Ok("long") => LONG_LIFECYCLES,
+        _ => DEFAULT_LIFECYCLES,
+    }
+}
+
+/// Fault targets: (method, path pattern, is an exec or watch stream).
+const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/api/v1/namespaces/*"),
+    ("POST", "/api/v1/namespaces/*/secrets"),
+    ("GET", "/api/v1/namespaces/*/pods/*"),
+    ("GET", "/api/v1/namespaces/*/pods"),
+    ("POST", "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes"),
+    ("GET", "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*"),
+    ("DELETE", "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*"),
+    ("POST", "/apis/batch/v1/namespaces/*/jobs"),
+    ("DELETE", "/apis/batch/v1/namespaces/*/jobs/*"),
+    (
+        "POST",
+        "/apis/cilium.io/v2/namespaces/*/ciliumnetworkpolicies",
+    ),
+    ("PATCH", "/api/v1/namespaces/*/secrets/*"),
+];
+
+fn random_fault(rng: &mut Rng) -> FaultRule {
+    let stream = rng.chance(20);
+    let (method, path, action) = if stream {
+        if rng.chance(60) {
+            (
+                None,
+                "/api/v1/namespaces/*/pods/*/exec".to_string(),
+                json!({"kind": "cutExec", "afterFrames": rng.below(3), "abort": rng.chance(50)}),
+            )
+        } else {
+            (
+                Some("GET"),
+                "/**".to_string(),
+                json!({"kind": *rng.pick(&["cutWatch", "expireWatch"]), "afterEvents": rng.below(2)}),
+            )
+        }
+    } else {
+        let (method, path) = *rng.pick(ROUTES);
+        // Never `after: true` on a create: an object created behind a replaced reply is one the
+        // client may not know of (the original cannot clean it up either).
+        let after = method != "POST" && rng.chance(30);
+        let action = match rng.below(6) {
+            0 | 1 => {
+                json!({"kind": "status", "code": *rng.pick(&[500u16, 502, 503, 504]), "after": after})
+            }
+            2 => json!({"kind": "status", "code": 409, "after": after}),
+            3 | 4 => json!({"kind": "delay", "ms": 20 + rng.below(200)}),
+            _ => json!({"kind": "drop", "after": after}),
+        };
+        (Some(method), path.to_string(), action)
+    };
+    serde_json::from_value(json!({
+        "method": method, "path": path, "nth": 1 + rng.below(3), "times": 1 + rng.below(2),
+        "action": action,
+    }))
+    .expect("a valid fault rule")
+}
+
+#[derive(Default)]
+struct Tally {
+    acquired: usize,
+    /// Failed acquires that left their workload behind (see `orphans_of_failed_acquire`).
+    orphaned: usize,
+    executed: usize,
+    failures: BTreeMap<String, usize>,
+}
+
+impl Tally {
+    fn failed(&mut self, seed: u64, step: &str, error: &ProviderError) {
+        let message = &error.message;
+        assert!(
+            !message.contains(CANARY),
+            "seed {seed}: token leaked: {message}"
+        );
+        let code = match error_catalog::explain(message) {
+            Some(entry) => entry.code.to_owned(),
+            None => match pass_through(error) {
+                Some(kind) => format!("pass-through: {kind}"),
+                None => panic!("seed {seed}: uncatalogued error from {step}: {error:?}"),
+            },
+        };
+        *self.failures.entry(format!("{step}: {code}")).or_default() += 1;
+    }
+}
+
+fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
+    let counts = emu.counts();
+    let mut left: Vec<(String, usize)> = [
+        "pods",
+        "sandboxes",
+        "jobs",
+        "secrets",
+        "ciliumnetworkpolicies",
+        "networkpolicies",
+    ]
+    .iter()
+    .map(|plural| {
+        // The tenant's own policies belong to the namespace, not to a lease.
+        let tenant = usize::from(plural.ends_with("networkpolicies"));
+        (
+            plural.to_string(),
+            counts.count(NS, plural).saturating_sub(tenant),
+        )
+    })
+    .filter(|(_, n)| *n > 0)
+    .collect();
+    if counts.live_processes > 0 {
+        left.push(("live processes".into(), counts.live_processes));
+    }
+    left
+}
+
+/// Workloads created by an acquire that then failed, as `(name, plural)`.
+///
+/// The target source set (G-login, see the reference's generation table) has no acquire
+/// partial-failure cleanup: once the Sandbox CR or Job is claimed, a later failure (policy,
+/// Secret, pod lookup) propagates and leaves the workload, its Secret and its policies behind,
+/// exactly as the original does. The host never learns the name, so the soak plays the
+/// operator: it finds the created workload in the emulator's request log and destroys it with
+/// the provider's own destroy hook, then checks that this removes everything.
+fn orphans_of_failed_acquire(emu: &KubernetesEmulator) -> Vec<(String, String)> {
+    emu.request_log()
+        .into_iter()
+        .filter(|r| r.verb.as_deref() == Some("create"))
+        .filter_map(|r| {
+            let plural = r.resource.clone()?;
+            if plural != "sandboxes" && plural != "jobs" {
+                return None;
+            }
+            let name = r.body_json.as_ref()?["metadata"]["name"]
+                .as_str()?
+                .to_string();
+            emu.object(
+                if plural == "jobs" {
+                    "batch"
+                } else {
+                    "agents.x-k8s.io"
+                },
+                &plural,
+                NS,
+                &name,
+            )
+            .map(|_| (name, plural))
+        })
+        .collect()
+}
+
+async fn until_clean(emu: &KubernetesEmulator, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = leaked(emu);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: leaked {left:?}; faults {:?}",
+            emu.faults()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_errors() {
+    let seed = seed();
+    let n = lifecycles();
+    println!("kubernetes soak: seed {seed} (PAPERCLIP_SOAK_SEED={seed}), {n} lifecycles");
+    eprintln!("kubernetes soak: seed {seed} (PAPERCLIP_SOAK_SEED={seed}), {n} lifecycles");
+    let mut rng = Rng(seed.max(1));
+    let mut opts = KubeEmulatorOptions::for_tests();
+    opts.token = Some(CANARY.into());
+    opts.command_overrides = BTreeMap::from([(
+        "/usr/local/bin/paperclip-agent-shim".to_string(),
+        vec!["/bin/sh".into(), "-c".into(), "echo job-output".into()],
+    )]);
+    let emu = KubernetesEmulator::start(opts)
+        .await
+        .expect("emulator starts");
+    let base_ready = emu.settings().pod_ready_delay_ms;
+    let provider = KubernetesProvider::new();
+    let sink = Recorder::default();
+    let mut tally = Tally::default();
+    let mut results: Vec<String> = Vec::new();
+    let started = Instant::now();
+
+    for i in 0..n {
+        emu.clear_faults();
+        let backend = *rng.pick(&["sandbox-cr", "sandbox-cr", "job"]);
+        let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
+            "backend": backend, "egressMode": "cilium"});
+        // Slow readiness for a quarter of the lifecycles.
+        let ready = if rng.chance(25) {
+            100 + rng.below(400)
+        } else {
+            base_ready
+        };
+        emu.update_settings(SettingsPatch {
+            pod_ready_delay_ms: Some(ready),
+            ..SettingsPatch::default()
+        });
+        for _ in 0..rng.below(3) {
+            emu.add_fault(random_fault(&mut rng));
+        }
+        emu.clear_request_log();
+        let acquired = provider
+            .acquire(
+                &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
+                    "runId": format!("run-{i}")}),
+                &sink,
+            )
+            .await;
+        results.push(format!("{acquired:?}"));
+        let lease = match acquired {
+            Ok(lease) => lease,
+            Err(error) => {
+                tally.failed(seed, "acquire", &error);
+                let faults = emu.faults();
+                emu.clear_faults();
+                let orphans = orphans_of_failed_acquire(&emu);
+                if !orphans.is_empty() {
+                    tally.orphaned += 1;
+                    for (name, kind) in orphans {
+                        let backend = if kind == "jobs" { "job" } else { "sandbox-cr" };
+                        let params = json!({"config": config, "companyId": "c-1",
+                            "providerLeaseId": name,
+                            "leaseMetadata": {"namespace": NS, "backend": backend}});
+                        let destroyed = provider.destroy(&params, &sink).await;
+                        results.push(format!("{destroyed:?}"));
+                        assert!(
+                            destroyed.is_ok(),
+                            "seed {seed}: orphan destroy: {destroyed:?}"
+                        );
+                    }
+                }
+                until_clean(
+                    &emu,
+                    &format!(
+                        "seed {seed}, lifecycle {i} ({backend}), acquire failed with {error:?} under {faults:?}"
+                    ),
+                )
+                .await;
+                continue;
+            }
+        };
+        tally.acquired += 1;
+        let id = lease["providerLeaseId"].clone();
+        let lease_json = json!({"providerLeaseId": id, "metadata": lease["metadata"]});
+        let exec = if backend == "job" {
+            json!({"config": config, "companyId": "c-1", "lease": lease_json, "timeoutMs": 30000})
+        } else if rng.chance(15) {
+            json!({"config": config, "companyId": "c-1", "lease": lease_json, "timeoutMs": 200,
+                "command": "sleep", "args": ["5"]})
+        } else {
+            json!({"config": config, "companyId": "c-1", "lease": lease_json, "timeoutMs": 30000,
+                "command": "sh", "args": ["-c", "echo soak"]})
+        };
+        let result = provider.execute(&exec, &sink).await;
+        results.push(format!("{result:?}"));
+        match result {
+            Ok(_) => tally.executed += 1,
+            Err(error) => tally.failed(seed, "execute", &error),
+        }
+        let params = json!({"config": config, "companyId": "c-1", "providerLeaseId": id,
+            "leaseMetadata": lease["metadata"]});
+        let released = provider.release(&params, &sink).await;
+        results.push(format!("{released:?}"));
+        if let Err(error) = released {
+            tally.failed(seed, "release", &error);
+        }
+        emu.clear_faults();
+        emu.update_settings(SettingsPatch {
+            pod_ready_delay_ms: Some(base_ready),
+            ..SettingsPatch::default()
+        });
+        let destroyed = provider.destroy(&params, &sink).await;
+        results.push(format!("{destroyed:?}"));
+        if let Err(error) = destroyed {
+            panic!("seed {seed}, lifecycle {i}: destroy without faults fails: {error:?}");
+        }
+        until_clean(&emu, &format!("seed {seed}, lifecycle {i} ({backend})")).await;
+    }
+
+    println!(
+        "kubernetes soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left a workload; failures {:#?}",
+        started.elapsed(),
+        tally.acquired,
+        tally.executed,
+        tally.orphaned,
+        tally.failures
+    );
+    let kinds: BTreeSet<&str> = tally.failures.keys().map(String::as_str).collect();
+    println!("kubernetes soak: failure kinds {kinds:?}");
+    for text in &results {
+        assert!(
+            !text.contains(CANARY),
+            "seed {seed}: token in a result: {text}"
+        );
+    }
+    sink.assert_no_canary();
+    emu.shutdown().await;
+}

@@ -1,0 +1,39 @@
+// Floor 2: an SDK-only worker: definePlugin + runWorker, hooks that do nothing (or return
+// {ok:true}), and an execute hook that emits synthetic `execute.log` chunks through
+// ctx.execution.log, so the bench can separate the SDK's own cost from the provider's.
+//
+// Execute params (bench-only): `args: [totalBytes, chunkBytes]` (strings, as the host sends).
+
+import { once } from "node:events";
+
+import { definePlugin, runWorker } from "@paperclipai/plugin-sdk";
+
+let ctx = null;
+
+const plugin = definePlugin({
+  async setup(next) {
+    ctx = next;
+  },
+  async onHealth() {
+    return { status: "ok" };
+  },
+  async onShutdown() {},
+  async onEnvironmentValidateConfig() {
+    return { ok: true };
+  },
+  async onEnvironmentExecute(params) {
+    const [total, chunk] = (params.args ?? []).map(Number);
+    const piece = "a".repeat(chunk);
+    let sent = 0;
+    while (sent < total) {
+      ctx.execution.log("stdout", piece);
+      sent += chunk;
+      // Honour the pipe's backpressure, as any real producer must.
+      if (process.stdout.writableNeedDrain) await once(process.stdout, "drain");
+    }
+    return { exitCode: 0, signal: null, timedOut: false, stdout: "", stderr: "" };
+  },
+});
+
+export default plugin;
+runWorker(plugin, import.meta.url);

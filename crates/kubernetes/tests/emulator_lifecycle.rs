@@ -307,7 +307,8 @@ async fn cluster_errors_pass_through_with_their_status() {
     assert_eq!(
         probe,
         json!({"ok": false, "summary": "Kubernetes cluster probe failed.",
-            "metadata": {"namespace": NS, "provider": "kubernetes", "error": "etcd unavailable"}})
+            "metadata": {"namespace": NS, "provider": "kubernetes",
+                "error": "HTTP-Code: 500\nMessage: etcd unavailable"}})
     );
     emu.shutdown().await;
 }

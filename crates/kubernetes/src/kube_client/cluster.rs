@@ -225,9 +225,12 @@ pub fn api_error_from_kube(err: kube::Error, redactor: &Redactor) -> ApiError {
     }
 }
 
+/// An API failure as the original's client raised it: its message starts with the HTTP status
+/// (`HTTP-Code: 404`), then the API's own Status message. The client also appended the whole
+/// response body and headers; those stay out, since provider bodies never go into errors.
 fn api_error_from_status(status: Status) -> ApiError {
     let code = status.code;
-    let message = if !status.message.is_empty() {
+    let detail = if !status.message.is_empty() {
         status.message.clone()
     } else if !status.reason.is_empty() {
         status.reason.clone()
@@ -239,7 +242,7 @@ fn api_error_from_status(status: Status) -> ApiError {
             .to_string()
     };
     let body = serde_json::to_value(&status).unwrap_or(Value::Null);
-    ApiError::new(code, message).with_status(body)
+    ApiError::new(code, format!("HTTP-Code: {code}\nMessage: {detail}")).with_status(body)
 }
 
 /// The error chain, joined: kube's top-level Display is often only "ServiceError: client
@@ -341,7 +344,10 @@ mod tests {
                 .await
                 .unwrap_err();
             assert_eq!(err.code, code);
-            assert_eq!(err.message, message);
+            assert_eq!(
+                err.message,
+                format!("HTTP-Code: {code}\nMessage: {message}")
+            );
             assert_eq!(err.status.as_ref().unwrap()["reason"], reason);
             assert!(!err.message.contains("ApiError"));
         }
@@ -373,7 +379,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code, 503);
-        assert_eq!(err.message, "upstream unavailable");
+        assert_eq!(err.message, "HTTP-Code: 503\nMessage: upstream unavailable");
         let (cluster, _) = canned(|_, _| (500, json!("")));
         let err = cluster
             .read_namespace(json!({"name": "x"}))
@@ -381,7 +387,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             (err.code, err.message.as_str()),
-            (500, "Failed to parse error data")
+            (500, "HTTP-Code: 500\nMessage: Failed to parse error data")
         );
     }
 

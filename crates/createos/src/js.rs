@@ -18,16 +18,7 @@ pub(crate) fn lease_of(params: &Value) -> Result<&Value, ProviderError> {
     .with_class(ErrorClass::TypeError))
 }
 
-/// JS truthiness of a property that may be absent (`None` is `undefined`).
-pub(crate) fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(flag)) => *flag,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(_) | Value::Object(_)) => true,
-    }
-}
+pub(crate) use sandbox_core::json::{js_string_length as utf16_len, js_truthy as truthy};
 
 /// JS `a === b` for values that came from JSON. Two absent values are equal (`undefined`), an
 /// absent value never equals `null`, and objects or arrays are never equal (they are distinct
@@ -137,12 +128,6 @@ fn replace_unpaired_surrogate_escapes(text: &str) -> Option<String> {
     }
     out.push_str(&text[copied..]);
     Some(out)
-}
-
-/// The length of `text` in UTF-16 code units (JS `string.length`).
-pub(crate) fn utf16_len(text: &str) -> usize {
-    // Every UTF-8 sequence of 4 bytes is one astral char (2 units); all others are 1 unit.
-    text.chars().map(char::len_utf16).sum()
 }
 
 #[cfg(test)]

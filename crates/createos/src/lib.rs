@@ -18,7 +18,6 @@ mod session;
 mod setup;
 pub mod signal;
 pub mod sync;
-pub mod utf8;
 
 pub use client::{CreateOsClient, HostApiKey};
 pub use lease::state::{LeaseSession, SessionEntry, SessionForgetter, SessionKind};

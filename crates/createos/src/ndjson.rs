@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::js::{json_parse, utf16_len};
 use crate::messages;
-use crate::utf8::Utf8Decoder;
+use sandbox_core::utf8::Utf8Decoder;
 
 /// Longest frame, in UTF-16 units of decoded text (the original compared JS string lengths).
 pub const MAX_FRAME_UNITS: usize = 1_048_576;

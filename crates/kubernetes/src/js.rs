@@ -8,21 +8,7 @@
 use sandbox_core::json::js_entries;
 use serde_json::Value;
 
-/// JS truthiness of a (possibly missing) JSON value, as in `if (!params.providerLeaseId)`.
-pub fn js_truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(_)) | Some(Value::Object(_)) => true,
-    }
-}
-
-/// `s.length` in JS: the number of UTF-16 code units.
-pub fn js_string_length(s: &str) -> usize {
-    s.encode_utf16().count()
-}
+pub use sandbox_core::json::{js_string_length, js_truthy};
 
 /// `s.toLowerCase()` in JS.
 ///

@@ -39,6 +39,23 @@ pub fn is_nullish(value: Option<&Value>) -> bool {
     matches!(value, None | Some(Value::Null))
 }
 
+/// JS truthiness of a property that may be absent (`None` is `undefined`), as in
+/// `if (!params.providerLeaseId)`. JSON has no `NaN`, so only zero is a falsy number.
+pub fn js_truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(_) | Value::Object(_)) => true,
+    }
+}
+
+/// JS `s.length`: the number of UTF-16 code units.
+pub fn js_string_length(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
 /// JS `typeof value` for a JSON value.
 pub fn js_typeof(value: &Value) -> &'static str {
     match value {

@@ -14,7 +14,7 @@ use crate::process::messages;
 use crate::process::{ManagedProcess, Mode};
 use crate::provider::CreateOsProvider;
 use crate::signal::Signal;
-use crate::utf8::Utf8Decoder;
+use sandbox_core::utf8::Utf8Decoder;
 
 /// The properties every JS object literal inherits from `Object.prototype`: looking one of them
 /// up as a login command finds a function (or the prototype), not a command.

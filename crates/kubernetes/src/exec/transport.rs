@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, AttachedProcess};
 use sandbox_core::OutputStream;
+use sandbox_core::utf8::Utf8Decoder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -157,50 +158,6 @@ pub fn exit_code_from_status(status: &Status) -> i64 {
         })
 }
 
-/// Decodes UTF-8 across chunk boundaries: a multibyte character split between two chunks is
-/// emitted whole with the second; invalid bytes become U+FFFD.
-#[derive(Debug, Default)]
-pub struct Utf8Chunker {
-    pending: Vec<u8>,
-}
-
-impl Utf8Chunker {
-    pub fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
-        let mut out = String::new();
-        loop {
-            match std::str::from_utf8(&self.pending) {
-                Ok(text) => {
-                    out.push_str(text);
-                    self.pending.clear();
-                    return out;
-                }
-                Err(err) => {
-                    let valid = err.valid_up_to();
-                    out.push_str(std::str::from_utf8(&self.pending[..valid]).unwrap_or_default());
-                    match err.error_len() {
-                        Some(bad) => {
-                            out.push('\u{FFFD}');
-                            self.pending.drain(..valid + bad);
-                        }
-                        None => {
-                            self.pending.drain(..valid);
-                            return out;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// What is left at the end of the stream (an incomplete character).
-    pub fn finish(&mut self) -> String {
-        let rest = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        rest
-    }
-}
-
 /// Reads one output stream to its end: counts bytes against `cap`, decodes, taps and
 /// accumulates.
 async fn collect_stream<R: AsyncRead + Unpin>(
@@ -215,7 +172,7 @@ async fn collect_stream<R: AsyncRead + Unpin>(
     };
     let mut text = String::new();
     let mut total: u64 = 0;
-    let mut chunker = Utf8Chunker::default();
+    let mut chunker = Utf8Decoder::keeping_bom();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = reader
@@ -231,7 +188,7 @@ async fn collect_stream<R: AsyncRead + Unpin>(
             {
                 return Err(cap_error(cap));
             }
-            chunker.push(&buf[..n])
+            chunker.decode(&buf[..n])
         };
         if !chunk.is_empty() {
             if let Some(tap) = tap {
@@ -544,16 +501,16 @@ mod tests {
     #[test]
     fn chunker_keeps_split_characters_whole() {
         let bytes = "aé€😀".as_bytes();
-        let mut chunker = Utf8Chunker::default();
+        let mut chunker = Utf8Decoder::keeping_bom();
         let mut out = String::new();
         for b in bytes {
-            out.push_str(&chunker.push(std::slice::from_ref(b)));
+            out.push_str(&chunker.decode(std::slice::from_ref(b)));
         }
         out.push_str(&chunker.finish());
         assert_eq!(out, "aé€😀");
-        let mut chunker = Utf8Chunker::default();
-        assert_eq!(chunker.push(&[b'a', 0xff, b'b']), "a\u{FFFD}b");
-        assert_eq!(chunker.push(&[0xe2, 0x82]), "");
+        let mut chunker = Utf8Decoder::keeping_bom();
+        assert_eq!(chunker.decode(&[b'a', 0xff, b'b']), "a\u{FFFD}b");
+        assert_eq!(chunker.decode(&[0xe2, 0x82]), "");
         assert_eq!(chunker.finish(), "\u{FFFD}");
     }
 

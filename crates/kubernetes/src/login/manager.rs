@@ -8,8 +8,8 @@ use sandbox_core::{BoxFuture, HostSink, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
 use crate::config::KubernetesConfig;
-use crate::exec::transport::Utf8Chunker;
 use crate::sync::paths::random_uuid;
+use sandbox_core::utf8::Utf8Decoder;
 
 /// A22.
 pub const LOGIN_PTY_DESCRIPTOR_REJECTED: &str = "LOGIN_PTY_DESCRIPTOR_REJECTED";
@@ -105,7 +105,7 @@ struct EntryState {
     closed: bool,
     exited: bool,
     bytes: u64,
-    decoder: Utf8Chunker,
+    decoder: Utf8Decoder,
     connection: Option<Arc<dyn LoginConnection>>,
 }
 
@@ -222,7 +222,7 @@ impl LoginIo for EntryIo {
             if data.len() > MAX_CHUNK || st.bytes > MAX_TOTAL {
                 None
             } else {
-                Some(st.decoder.push(data))
+                Some(st.decoder.decode(data))
             }
         };
         match text {
@@ -380,7 +380,7 @@ impl LoginPtyManager {
                     closed: false,
                     exited: false,
                     bytes: 0,
-                    decoder: Utf8Chunker::default(),
+                    decoder: Utf8Decoder::keeping_bom(),
                     connection: None,
                 }),
             });

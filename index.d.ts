@@ -33,7 +33,7 @@ export declare class CreateOsProvider {
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: any, onOutput: ((arg0: string, arg1: string) => void)): Promise<Outcome>
+  execute(params: any, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<Outcome>
   /** `onEnvironmentSyncIn`: host files into the sandbox workspace. */
   syncIn(params: any): Promise<Outcome>
   /** `onEnvironmentSyncOut`: sandbox files back to the host. */
@@ -93,7 +93,7 @@ export declare class KubernetesProvider {
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: any, onOutput: ((arg0: string, arg1: string) => void)): Promise<Outcome>
+  execute(params: any, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<Outcome>
   /** `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend). */
   syncIn(params: any): Promise<Outcome>
   /** `onEnvironmentSyncOut`: pod files back to the host. */
@@ -119,9 +119,10 @@ export declare function debugPanicSync(message: string): Outcome
 
 /**
  * Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
- * [`crate::host::CallSink`] the execute hooks use; resolves with the number sent.
+ * [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
+ * chunk has been handed over, as an execute result does.
  */
-export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: ((arg0: string, arg1: string) => void)): Promise<number>
+export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<number>
 
 /** One catalogued error, as documented in `docs/errors.md`. */
 export interface ExplainedError {

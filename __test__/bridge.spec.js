@@ -3,7 +3,7 @@
 // thread unless worker.js binds them; this drives a real SDK RPC host in process, with a test
 // plugin whose execute hook streams through the same bridge the providers use.
 
-import { PassThrough } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 
 import { definePlugin, startWorkerRpcHost } from "@paperclipai/plugin-sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -91,6 +91,50 @@ describe("execution log bridge (in-process JSON-RPC)", () => {
     for (const log of logs) {
       expect(log.paperclipInvocationId).toBe(`inv-${log.params.chunk[0]}`);
     }
+  });
+});
+
+describe("execution log backpressure", () => {
+  // A host that reads one chunk per event-loop turn: much slower than Rust can produce.
+  function slowOutput() {
+    return new Writable({
+      highWaterMark: 64 * 1024,
+      write(_chunk, _encoding, callback) {
+        setImmediate(callback);
+      },
+    });
+  }
+
+  it("holds a fast producer at the budget while the output drains, and loses nothing", async () => {
+    const output = slowOutput();
+    const host = createHostBridge({ output });
+    const received = [];
+    let maxBuffered = 0;
+    host.attach({
+      execution: {
+        log(stream, chunk) {
+          received.push(chunk);
+          output.write(chunk);
+          maxBuffered = Math.max(maxBuffered, output.writableLength);
+        },
+      },
+    });
+    const chunk = (i) => String(i % 10).repeat(64 * 1024);
+    const chunks = Array.from({ length: 256 }, (_, i) => chunk(i)); // 16 MiB
+    await expect(native.debugStreamExecutionLog(chunks, host.executionLog())).resolves.toBe(256);
+    expect(received).toEqual(chunks);
+    // 4 MiB of budget (src/execution_log.rs) plus the output's own high-water mark.
+    expect(maxBuffered).toBeLessThanOrEqual(4 * 1024 * 1024 + 64 * 1024);
+  });
+
+  it("delivers every chunk before the call resolves, one ctx call per chunk", async () => {
+    const output = slowOutput();
+    const host = createHostBridge({ output });
+    const received = [];
+    host.attach({ execution: { log: (stream, chunk) => received.push([stream, chunk]) && output.write(chunk) } });
+    const chunks = Array.from({ length: 2000 }, (_, i) => `line ${i}\n`);
+    await native.debugStreamExecutionLog(chunks, host.executionLog());
+    expect(received).toEqual(chunks.map((c, i) => [i % 2 === 0 ? "stdout" : "stderr", c]));
   });
 });
 

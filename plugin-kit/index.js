@@ -74,11 +74,39 @@ function guarded(fn) {
 }
 
 /**
+ * Backpressure of the stream the SDK writes the protocol to: `undefined` while it accepts more,
+ * else one shared promise that settles when it has drained (or can no longer drain). Returning it
+ * from the execution-log callback makes Rust hold the stream until the host has caught up, so a
+ * fast command cannot pile its output up in the worker's heap.
+ */
+function drainWaiter(output) {
+  let waiting = null;
+  return () => {
+    if (!output?.writableNeedDrain || output.destroyed) return undefined;
+    waiting ??= new Promise((resolve) => {
+      const done = () => {
+        output.off("drain", done);
+        output.off("close", done);
+        output.off("error", done);
+        waiting = null;
+        resolve();
+      };
+      output.on("drain", done);
+      output.on("close", done);
+      output.on("error", done);
+    });
+    return waiting;
+  };
+}
+
+/**
  * The provider-lifetime side of the ctx bridge. `callbacks` is handed to the native provider's
  * constructor before `setup` runs; `attach(ctx)` (from `setup`) points them at the live ctx.
+ * `output` is the stream the SDK writes notifications to (`runWorker` uses `process.stdout`).
  */
-export function createHostBridge() {
+export function createHostBridge({ output = process.stdout } = {}) {
   let ctx = null;
+  const backpressure = drainWaiter(output);
   const callbacks = {
     log: guarded((level, message) => ctx?.logger?.[level]?.(message)),
     loginOutput: guarded((hostRouteId, workerSessionId, chunk) =>
@@ -110,9 +138,13 @@ export function createHostBridge() {
      */
     executionLog() {
       const current = ctx;
-      return AsyncResource.bind(
-        guarded((stream, chunk) => current?.execution?.log(stream, chunk)),
-      );
+      const log = guarded((stream, chunk) => current?.execution?.log(stream, chunk));
+      // Rust sends the chunks that queued up while JS was busy as one flat batch,
+      // [stream, chunk, stream, chunk, ...]; each chunk is still its own ctx call.
+      return AsyncResource.bind((batch) => {
+        for (let i = 0; i + 1 < batch.length; i += 2) log(batch[i], batch[i + 1]);
+        return backpressure();
+      });
     },
   };
 }

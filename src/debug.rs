@@ -6,7 +6,7 @@ use napi_derive::napi;
 use sandbox_core::{HostSink, OutputStream};
 
 use napi::Status;
-use napi::bindgen_prelude::FnArgs;
+use napi::bindgen_prelude::Promise;
 use napi::threadsafe_function::ThreadsafeFunction;
 
 use crate::guard;
@@ -14,18 +14,13 @@ use crate::host::JsHost;
 use crate::outcome::Outcome;
 
 /// Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
-/// [`crate::host::CallSink`] the execute hooks use; resolves with the number sent.
+/// [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
+/// chunk has been handed over, as an execute result does.
 #[allow(clippy::type_complexity)] // spelled out for the .d.ts generator
 #[napi]
 pub async fn debug_stream_execution_log(
     chunks: Vec<String>,
-    on_output: ThreadsafeFunction<
-        FnArgs<(String, String)>,
-        (),
-        FnArgs<(String, String)>,
-        Status,
-        false,
-    >,
+    on_output: ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>,
 ) -> napi::Result<u32> {
     let sink = JsHost::new(None).for_call(Some(on_output));
     let task = tokio::spawn(async move {
@@ -39,6 +34,7 @@ pub async fn debug_stream_execution_log(
             sink.execution_log(stream, chunk).await;
             sent += 1;
         }
+        sink.delivered().await;
         sent
     });
     task.await

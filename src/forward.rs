@@ -26,6 +26,11 @@ macro_rules! forward_hook {
     ($this:ident, $method:ident, $params:ident, $execution_log:expr) => {{
         let provider = ::std::sync::Arc::clone(&$this.provider);
         let sink = $this.host.for_call($execution_log);
-        $crate::guard::run(async move { provider.$method(&$params, &sink).await.into() }).await
+        $crate::guard::run(async move {
+            let outcome = provider.$method(&$params, &sink).await;
+            sink.delivered().await;
+            outcome.into()
+        })
+        .await
     }};
 }

@@ -5,6 +5,8 @@
 //! worker alive after `shutdown`. The execution-log callback belongs to one execute call and was
 //! bound to that call's async context in worker.js (so the SDK stamps the host's invocation id on
 //! every chunk); it is *strong* and dropped when the call settles.
+//!
+//! Streamed output goes through [`crate::execution_log`], which batches and bounds it.
 
 // napi's .d.ts generator cannot see through type aliases, so the callback types of
 // `HostCallbacks` are spelled out in full.
@@ -18,13 +20,11 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
 
+use crate::execution_log::{ExecutionLog, ExecutionLogCallback};
+
 /// A long-lived callback: not callee-handled (JS gets plain arguments), weak (unref'd). The
 /// struct fields spell the type out because napi's .d.ts generator cannot see through aliases.
 type WeakCallback<Args> = ThreadsafeFunction<Args, (), Args, Status, false, true>;
-
-/// `(stream, chunk)` for `ctx.execution.log`, strong for the duration of one call.
-pub type ExecutionLogCallback =
-    ThreadsafeFunction<FnArgs<(String, String)>, (), FnArgs<(String, String)>, Status, false>;
 
 /// The `ctx` callbacks a provider keeps. Every one is optional so that tests can pass a subset;
 /// worker.js wraps each in a try/catch, so a throwing callback cannot crash the worker.
@@ -102,7 +102,7 @@ impl JsHost {
     pub fn for_call(self: &Arc<Self>, execution_log: Option<ExecutionLogCallback>) -> CallSink {
         CallSink {
             host: Arc::clone(self),
-            execution_log,
+            execution_log: execution_log.map(ExecutionLog::new),
         }
     }
 
@@ -120,7 +120,17 @@ impl JsHost {
 /// [`HostSink`] for one hook call.
 pub struct CallSink {
     host: Arc<JsHost>,
-    execution_log: Option<ExecutionLogCallback>,
+    execution_log: Option<ExecutionLog>,
+}
+
+impl CallSink {
+    /// Resolves once every chunk of streamed output has been handed to the host; see
+    /// [`ExecutionLog::delivered`].
+    pub async fn delivered(&self) {
+        if let Some(log) = &self.execution_log {
+            log.delivered().await;
+        }
+    }
 }
 
 impl HostSink for CallSink {
@@ -134,12 +144,8 @@ impl HostSink for CallSink {
 
     fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Some(callback) = &self.execution_log {
-                // Awaiting the JS side paces a fast producer by the consumer. A failure means
-                // the worker is going away; output is still in the final result.
-                let _ = callback
-                    .call_async(FnArgs::from((stream.as_str().to_owned(), chunk)))
-                    .await;
+            if let Some(log) = &self.execution_log {
+                log.send(stream, chunk).await;
             }
         })
     }

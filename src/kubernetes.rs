@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use napi::Status;
-use napi::bindgen_prelude::FnArgs;
+use napi::bindgen_prelude::Promise;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::Value;
@@ -92,13 +92,7 @@ impl JsKubernetesProvider {
     pub async fn execute(
         &self,
         params: Value,
-        on_output: ThreadsafeFunction<
-            FnArgs<(String, String)>,
-            (),
-            FnArgs<(String, String)>,
-            Status,
-            false,
-        >,
+        on_output: ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>,
     ) -> Outcome {
         crate::forward_hook!(self, execute, params, Some(on_output))
     }

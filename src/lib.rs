@@ -7,6 +7,7 @@
 
 pub mod createos;
 pub mod debug;
+pub mod execution_log;
 pub mod explain;
 pub mod forward;
 pub mod guard;

@@ -9,113 +9,121 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * Every hook method takes the hook's params as JSON text and returns its outcome,
+ * `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
+ */
 export declare class CreateOsProvider {
   constructor(host?: HostCallbacks | undefined | null)
   /** `setup`: called once the worker has its ctx. */
-  setup(): Outcome
+  setup(): string
   /** `onHealth`. */
-  health(): Outcome
+  health(): string
   /** `onEnvironmentValidateConfig`: synchronous, it never touches the network. */
-  validateConfig(params: any): Outcome
+  validateConfig(params: string): string
   /** `onEnvironmentProbe`. */
-  probe(params: any): Promise<Outcome>
+  probe(params: string): Promise<string>
   /** `onEnvironmentAcquireLease`. */
-  acquireLease(params: any): Promise<Outcome>
+  acquireLease(params: string): Promise<string>
   /** `onEnvironmentResumeLease`. */
-  resumeLease(params: any): Promise<Outcome>
+  resumeLease(params: string): Promise<string>
   /** `onEnvironmentReleaseLease`: resolves with nothing, as v0.3.0 does. */
-  releaseLease(params: any): Promise<Outcome>
+  releaseLease(params: string): Promise<string>
   /** `onEnvironmentDestroyLease`: resolves with nothing, as v0.3.0 does. */
-  destroyLease(params: any): Promise<Outcome>
+  destroyLease(params: string): Promise<string>
   /** `onEnvironmentRealizeWorkspace`. */
-  realizeWorkspace(params: any): Promise<Outcome>
+  realizeWorkspace(params: string): Promise<string>
   /**
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: any, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<Outcome>
+  execute(params: string, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<string>
   /** `onEnvironmentSyncIn`: host files into the sandbox workspace. */
-  syncIn(params: any): Promise<Outcome>
+  syncIn(params: string): Promise<string>
   /** `onEnvironmentSyncOut`: sandbox files back to the host. */
-  syncOut(params: any): Promise<Outcome>
+  syncOut(params: string): Promise<string>
   /** `onEnvironmentStartInteractiveSetup`. */
-  startInteractiveSetup(params: any): Promise<Outcome>
+  startInteractiveSetup(params: string): Promise<string>
   /** `onEnvironmentGetInteractiveSetup`. */
-  getInteractiveSetup(params: any): Promise<Outcome>
+  getInteractiveSetup(params: string): Promise<string>
   /** `onEnvironmentCancelInteractiveSetup`. */
-  cancelInteractiveSetup(params: any): Promise<Outcome>
+  cancelInteractiveSetup(params: string): Promise<string>
   /** `onEnvironmentCaptureTemplate`. */
-  captureTemplate(params: any): Promise<Outcome>
+  captureTemplate(params: string): Promise<string>
   /** `onEnvironmentDeleteTemplate`. */
-  deleteTemplate(params: any): Promise<Outcome>
+  deleteTemplate(params: string): Promise<string>
   /** `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`. */
-  loginPtyOpen(params: any): Promise<Outcome>
+  loginPtyOpen(params: string): Promise<string>
   /** `onLoginPtyInput`. */
-  loginPtyInput(params: any): Promise<Outcome>
+  loginPtyInput(params: string): Promise<string>
   /** `onLoginPtyStop`. */
-  loginPtyStop(params: any): Promise<Outcome>
+  loginPtyStop(params: string): Promise<string>
   /** `onLoginPtyClose`. */
-  loginPtyClose(params: any): Promise<Outcome>
+  loginPtyClose(params: string): Promise<string>
   /** `onDuplexChannelOpen`: starts the command; bytes and exit reach `ctx.duplexChannel`. */
-  duplexChannelOpen(params: any): Promise<Outcome>
+  duplexChannelOpen(params: string): Promise<string>
   /** `onDuplexChannelWrite`. */
-  duplexChannelWrite(params: any): Promise<Outcome>
+  duplexChannelWrite(params: string): Promise<string>
   /** `onDuplexChannelStop`. */
-  duplexChannelStop(params: any): Promise<Outcome>
+  duplexChannelStop(params: string): Promise<string>
   /** `onDuplexChannelClose`. */
-  duplexChannelClose(params: any): Promise<Outcome>
+  duplexChannelClose(params: string): Promise<string>
   /** `onShutdown`: stops in-flight work within the host's grace period. */
-  shutdown(): Promise<Outcome>
+  shutdown(): Promise<string>
 }
 export type JsCreateOsProvider = CreateOsProvider
 
+/**
+ * Every hook method takes the hook's params as JSON text and returns its outcome,
+ * `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
+ */
 export declare class KubernetesProvider {
   constructor(host?: HostCallbacks | undefined | null)
   /** `setup`: called once the worker has its ctx. */
-  setup(): Outcome
+  setup(): string
   /** `onHealth`. */
-  health(): Outcome
+  health(): string
   /** `onEnvironmentValidateConfig`: synchronous, it never touches a cluster. */
-  validateConfig(params: any): Outcome
+  validateConfig(params: string): string
   /** `onEnvironmentProbe`. */
-  probe(params: any): Promise<Outcome>
+  probe(params: string): Promise<string>
   /** `onEnvironmentAcquireLease`. */
-  acquireLease(params: any): Promise<Outcome>
+  acquireLease(params: string): Promise<string>
   /** `onEnvironmentResumeLease`. */
-  resumeLease(params: any): Promise<Outcome>
+  resumeLease(params: string): Promise<string>
   /** `onEnvironmentReleaseLease`. */
-  releaseLease(params: any): Promise<Outcome>
+  releaseLease(params: string): Promise<string>
   /** `onEnvironmentDestroyLease`. */
-  destroyLease(params: any): Promise<Outcome>
+  destroyLease(params: string): Promise<string>
   /** `onEnvironmentRealizeWorkspace`. */
-  realizeWorkspace(params: any): Promise<Outcome>
+  realizeWorkspace(params: string): Promise<string>
   /**
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: any, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<Outcome>
+  execute(params: string, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<string>
   /** `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend). */
-  syncIn(params: any): Promise<Outcome>
+  syncIn(params: string): Promise<string>
   /** `onEnvironmentSyncOut`: pod files back to the host. */
-  syncOut(params: any): Promise<Outcome>
+  syncOut(params: string): Promise<string>
   /** `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`. */
-  loginPtyOpen(params: any): Promise<Outcome>
+  loginPtyOpen(params: string): Promise<string>
   /** `onLoginPtyInput`. */
-  loginPtyInput(params: any): Promise<Outcome>
+  loginPtyInput(params: string): Promise<string>
   /** `onLoginPtyStop`. */
-  loginPtyStop(params: any): Promise<Outcome>
+  loginPtyStop(params: string): Promise<string>
   /** `onLoginPtyClose`. */
-  loginPtyClose(params: any): Promise<Outcome>
+  loginPtyClose(params: string): Promise<string>
   /** `onShutdown`. */
-  shutdown(): Promise<Outcome>
+  shutdown(): Promise<string>
 }
 export type JsKubernetesProvider = KubernetesProvider
 
 /** Panics inside an async call: the promise must reject, the worker must live on. */
-export declare function debugPanicAsync(message: string): Promise<Outcome>
+export declare function debugPanicAsync(message: string): Promise<string>
 
 /** Panics inside a sync call: the guard turns it into a failed outcome. */
-export declare function debugPanicSync(message: string): Outcome
+export declare function debugPanicSync(message: string): string
 
 /**
  * Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
@@ -172,20 +180,4 @@ export interface HostCallbacks {
    * `ctx.duplexChannel.exit`.
    */
   duplexExit?: ((arg0: string, arg1: string, arg2: number | undefined | null, arg3: boolean) => void)
-}
-
-/**
- * A failure as data: the facade turns it into `Error` with exactly this `message`, `name`,
- * and a numeric `code` when present (the SDK forwards numeric codes to the host).
- */
-export interface NativeError {
-  message: string
-  name: string
-  code?: number
-}
-
-/** A hook's outcome. `value` absent means the hook resolved with `undefined`. */
-export interface Outcome {
-  value?: any
-  error?: NativeError
 }

@@ -45,11 +45,19 @@ function plainError(error) {
   return error;
 }
 
-/** Unwraps a native `Outcome`: its value, or a throw of its error. */
+/**
+ * Unwraps a native outcome, `{value?, error?}`: its value, or a throw of its error. The addon
+ * returns it as JSON text (V8 parses that far faster than napi builds objects; see
+ * src/outcome.rs).
+ */
 export function settle(outcome) {
-  if (outcome.error) throw errorFromNative(outcome.error);
-  return outcome.value;
+  const { value, error } = typeof outcome === "string" ? JSON.parse(outcome) : outcome;
+  if (error) throw errorFromNative(error);
+  return value;
 }
+
+/** A hook's params as the JSON text the addon takes (`undefined` params become `null`). */
+const paramsJson = (params) => JSON.stringify(params ?? null);
 
 /** Runs a native call (sync or async) and settles its outcome, normalising any thrown error. */
 export async function invoke(call) {
@@ -205,8 +213,8 @@ export function nativePluginDefinition(provider, host, hooks) {
     }
     definition[hook] =
       hook === "onEnvironmentExecute"
-        ? async (params) => invoke(() => provider.execute(params, host.executionLog()))
-        : async (params) => invoke(() => provider[method](params));
+        ? async (params) => invoke(() => provider.execute(paramsJson(params), host.executionLog()))
+        : async (params) => invoke(() => provider[method](paramsJson(params)));
   }
   return definition;
 }

@@ -6,12 +6,13 @@ use napi::Status;
 use napi::bindgen_prelude::Promise;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
-use serde_json::Value;
 
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
 use crate::outcome::Outcome;
 
+/// Every hook method takes the hook's params as JSON text and returns its outcome,
+/// `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
 #[napi(js_name = "CreateOsProvider")]
 pub struct JsCreateOsProvider {
     provider: Arc<createos::CreateOsProvider>,
@@ -30,58 +31,63 @@ impl JsCreateOsProvider {
 
     /// `setup`: called once the worker has its ctx.
     #[napi(catch_unwind)]
-    pub fn setup(&self) -> Outcome {
+    pub fn setup(&self) -> String {
         guard::sync(|| {
             self.provider.setup(&self.host.for_call(None));
             Outcome::nothing()
         })
+        .into_json()
     }
 
     /// `onHealth`.
     #[napi(catch_unwind)]
-    pub fn health(&self) -> Outcome {
-        guard::sync(|| Outcome::value(self.provider.health()))
+    pub fn health(&self) -> String {
+        guard::sync(|| Outcome::value(self.provider.health())).into_json()
     }
 
     /// `onEnvironmentValidateConfig`: synchronous, it never touches the network.
     #[napi(catch_unwind)]
-    pub fn validate_config(&self, params: Value) -> Outcome {
-        guard::sync(|| Outcome::value(self.provider.validate_config(&params)))
+    pub fn validate_config(&self, params: String) -> String {
+        let params = match crate::outcome::parse_params(&params) {
+            Ok(params) => params,
+            Err(failed) => return failed,
+        };
+        guard::sync(|| Outcome::value(self.provider.validate_config(&params))).into_json()
     }
 
     /// `onEnvironmentProbe`.
     #[napi]
-    pub async fn probe(&self, params: Value) -> Outcome {
+    pub async fn probe(&self, params: String) -> String {
         crate::forward_hook!(self, probe, params)
     }
 
     /// `onEnvironmentAcquireLease`.
     #[napi]
-    pub async fn acquire_lease(&self, params: Value) -> Outcome {
+    pub async fn acquire_lease(&self, params: String) -> String {
         crate::forward_hook!(self, acquire_lease, params)
     }
 
     /// `onEnvironmentResumeLease`.
     #[napi]
-    pub async fn resume_lease(&self, params: Value) -> Outcome {
+    pub async fn resume_lease(&self, params: String) -> String {
         crate::forward_hook!(self, resume_lease, params)
     }
 
     /// `onEnvironmentReleaseLease`: resolves with nothing, as v0.3.0 does.
     #[napi]
-    pub async fn release_lease(&self, params: Value) -> Outcome {
+    pub async fn release_lease(&self, params: String) -> String {
         crate::forward_hook!(self, release_lease, params)
     }
 
     /// `onEnvironmentDestroyLease`: resolves with nothing, as v0.3.0 does.
     #[napi]
-    pub async fn destroy_lease(&self, params: Value) -> Outcome {
+    pub async fn destroy_lease(&self, params: String) -> String {
         crate::forward_hook!(self, destroy_lease, params)
     }
 
     /// `onEnvironmentRealizeWorkspace`.
     #[napi]
-    pub async fn realize_workspace(&self, params: Value) -> Outcome {
+    pub async fn realize_workspace(&self, params: String) -> String {
         crate::forward_hook!(self, realize_workspace, params)
     }
 
@@ -91,106 +97,108 @@ impl JsCreateOsProvider {
     #[napi]
     pub async fn execute(
         &self,
-        params: Value,
+        params: String,
         on_output: ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>,
-    ) -> Outcome {
+    ) -> String {
         crate::forward_hook!(self, execute, params, Some(on_output))
     }
 
     /// `onEnvironmentSyncIn`: host files into the sandbox workspace.
     #[napi]
-    pub async fn sync_in(&self, params: Value) -> Outcome {
+    pub async fn sync_in(&self, params: String) -> String {
         crate::forward_hook!(self, sync_in, params)
     }
 
     /// `onEnvironmentSyncOut`: sandbox files back to the host.
     #[napi]
-    pub async fn sync_out(&self, params: Value) -> Outcome {
+    pub async fn sync_out(&self, params: String) -> String {
         crate::forward_hook!(self, sync_out, params)
     }
 
     /// `onEnvironmentStartInteractiveSetup`.
     #[napi]
-    pub async fn start_interactive_setup(&self, params: Value) -> Outcome {
+    pub async fn start_interactive_setup(&self, params: String) -> String {
         crate::forward_hook!(self, start_interactive_setup, params)
     }
 
     /// `onEnvironmentGetInteractiveSetup`.
     #[napi]
-    pub async fn get_interactive_setup(&self, params: Value) -> Outcome {
+    pub async fn get_interactive_setup(&self, params: String) -> String {
         crate::forward_hook!(self, get_interactive_setup, params)
     }
 
     /// `onEnvironmentCancelInteractiveSetup`.
     #[napi]
-    pub async fn cancel_interactive_setup(&self, params: Value) -> Outcome {
+    pub async fn cancel_interactive_setup(&self, params: String) -> String {
         crate::forward_hook!(self, cancel_interactive_setup, params)
     }
 
     /// `onEnvironmentCaptureTemplate`.
     #[napi]
-    pub async fn capture_template(&self, params: Value) -> Outcome {
+    pub async fn capture_template(&self, params: String) -> String {
         crate::forward_hook!(self, capture_template, params)
     }
 
     /// `onEnvironmentDeleteTemplate`.
     #[napi]
-    pub async fn delete_template(&self, params: Value) -> Outcome {
+    pub async fn delete_template(&self, params: String) -> String {
         crate::forward_hook!(self, delete_template, params)
     }
 
     /// `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`.
     #[napi]
-    pub async fn login_pty_open(&self, params: Value) -> Outcome {
+    pub async fn login_pty_open(&self, params: String) -> String {
         crate::forward_hook!(session self, login_pty_open, params)
     }
 
     /// `onLoginPtyInput`.
     #[napi]
-    pub async fn login_pty_input(&self, params: Value) -> Outcome {
+    pub async fn login_pty_input(&self, params: String) -> String {
         crate::forward_hook!(no_sink self, login_pty_input, params)
     }
 
     /// `onLoginPtyStop`.
     #[napi]
-    pub async fn login_pty_stop(&self, params: Value) -> Outcome {
+    pub async fn login_pty_stop(&self, params: String) -> String {
         crate::forward_hook!(no_sink self, login_pty_stop, params)
     }
 
     /// `onLoginPtyClose`.
     #[napi]
-    pub async fn login_pty_close(&self, params: Value) -> Outcome {
+    pub async fn login_pty_close(&self, params: String) -> String {
         crate::forward_hook!(no_sink self, login_pty_close, params)
     }
 
     /// `onDuplexChannelOpen`: starts the command; bytes and exit reach `ctx.duplexChannel`.
     #[napi]
-    pub async fn duplex_channel_open(&self, params: Value) -> Outcome {
+    pub async fn duplex_channel_open(&self, params: String) -> String {
         crate::forward_hook!(session self, duplex_channel_open, params)
     }
 
     /// `onDuplexChannelWrite`.
     #[napi]
-    pub async fn duplex_channel_write(&self, params: Value) -> Outcome {
+    pub async fn duplex_channel_write(&self, params: String) -> String {
         crate::forward_hook!(no_sink self, duplex_channel_write, params)
     }
 
     /// `onDuplexChannelStop`.
     #[napi]
-    pub async fn duplex_channel_stop(&self, params: Value) -> Outcome {
+    pub async fn duplex_channel_stop(&self, params: String) -> String {
         crate::forward_hook!(no_sink self, duplex_channel_stop, params)
     }
 
     /// `onDuplexChannelClose`.
     #[napi]
-    pub async fn duplex_channel_close(&self, params: Value) -> Outcome {
+    pub async fn duplex_channel_close(&self, params: String) -> String {
         crate::forward_hook!(no_sink self, duplex_channel_close, params)
     }
 
     /// `onShutdown`: stops in-flight work within the host's grace period.
     #[napi]
-    pub async fn shutdown(&self) -> Outcome {
+    pub async fn shutdown(&self) -> String {
         let provider = Arc::clone(&self.provider);
-        guard::run(async move { provider.shutdown().await.into() }).await
+        guard::run(async move { provider.shutdown().await.into() })
+            .await
+            .into_json()
     }
 }

@@ -11,7 +11,6 @@ use napi::threadsafe_function::ThreadsafeFunction;
 
 use crate::guard;
 use crate::host::JsHost;
-use crate::outcome::Outcome;
 
 /// Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
 /// [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
@@ -43,12 +42,14 @@ pub async fn debug_stream_execution_log(
 
 /// Panics inside an async call: the promise must reject, the worker must live on.
 #[napi]
-pub async fn debug_panic_async(message: String) -> Outcome {
-    guard::run(async move { panic!("{message}") }).await
+pub async fn debug_panic_async(message: String) -> String {
+    guard::run(async move { panic!("{message}") })
+        .await
+        .into_json()
 }
 
 /// Panics inside a sync call: the guard turns it into a failed outcome.
 #[napi(catch_unwind)]
-pub fn debug_panic_sync(message: String) -> Outcome {
-    guard::sync(|| panic!("{message}"))
+pub fn debug_panic_sync(message: String) -> String {
+    guard::sync(|| panic!("{message}")).into_json()
 }

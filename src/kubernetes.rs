@@ -6,12 +6,13 @@ use napi::Status;
 use napi::bindgen_prelude::Promise;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
-use serde_json::Value;
 
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
 use crate::outcome::Outcome;
 
+/// Every hook method takes the hook's params as JSON text and returns its outcome,
+/// `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
 #[napi(js_name = "KubernetesProvider")]
 pub struct JsKubernetesProvider {
     provider: Arc<kubernetes::KubernetesProvider>,
@@ -30,58 +31,63 @@ impl JsKubernetesProvider {
 
     /// `setup`: called once the worker has its ctx.
     #[napi(catch_unwind)]
-    pub fn setup(&self) -> Outcome {
+    pub fn setup(&self) -> String {
         guard::sync(|| {
             self.provider.setup(&self.host.for_call(None));
             Outcome::nothing()
         })
+        .into_json()
     }
 
     /// `onHealth`.
     #[napi(catch_unwind)]
-    pub fn health(&self) -> Outcome {
-        guard::sync(|| Outcome::value(self.provider.health()))
+    pub fn health(&self) -> String {
+        guard::sync(|| Outcome::value(self.provider.health())).into_json()
     }
 
     /// `onEnvironmentValidateConfig`: synchronous, it never touches a cluster.
     #[napi(catch_unwind)]
-    pub fn validate_config(&self, params: Value) -> Outcome {
-        guard::sync(|| self.provider.validate_config(&params).into())
+    pub fn validate_config(&self, params: String) -> String {
+        let params = match crate::outcome::parse_params(&params) {
+            Ok(params) => params,
+            Err(failed) => return failed,
+        };
+        guard::sync(|| self.provider.validate_config(&params).into()).into_json()
     }
 
     /// `onEnvironmentProbe`.
     #[napi]
-    pub async fn probe(&self, params: Value) -> Outcome {
+    pub async fn probe(&self, params: String) -> String {
         crate::forward_hook!(self, probe, params)
     }
 
     /// `onEnvironmentAcquireLease`.
     #[napi]
-    pub async fn acquire_lease(&self, params: Value) -> Outcome {
+    pub async fn acquire_lease(&self, params: String) -> String {
         crate::forward_hook!(self, acquire, params)
     }
 
     /// `onEnvironmentResumeLease`.
     #[napi]
-    pub async fn resume_lease(&self, params: Value) -> Outcome {
+    pub async fn resume_lease(&self, params: String) -> String {
         crate::forward_hook!(self, resume, params)
     }
 
     /// `onEnvironmentReleaseLease`.
     #[napi]
-    pub async fn release_lease(&self, params: Value) -> Outcome {
+    pub async fn release_lease(&self, params: String) -> String {
         crate::forward_hook!(self, release, params)
     }
 
     /// `onEnvironmentDestroyLease`.
     #[napi]
-    pub async fn destroy_lease(&self, params: Value) -> Outcome {
+    pub async fn destroy_lease(&self, params: String) -> String {
         crate::forward_hook!(self, destroy, params)
     }
 
     /// `onEnvironmentRealizeWorkspace`.
     #[napi]
-    pub async fn realize_workspace(&self, params: Value) -> Outcome {
+    pub async fn realize_workspace(&self, params: String) -> String {
         crate::forward_hook!(self, realize_workspace, params)
     }
 
@@ -91,52 +97,52 @@ impl JsKubernetesProvider {
     #[napi]
     pub async fn execute(
         &self,
-        params: Value,
+        params: String,
         on_output: ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>,
-    ) -> Outcome {
+    ) -> String {
         crate::forward_hook!(self, execute, params, Some(on_output))
     }
 
     /// `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend).
     #[napi]
-    pub async fn sync_in(&self, params: Value) -> Outcome {
+    pub async fn sync_in(&self, params: String) -> String {
         crate::forward_hook!(self, sync_in, params)
     }
 
     /// `onEnvironmentSyncOut`: pod files back to the host.
     #[napi]
-    pub async fn sync_out(&self, params: Value) -> Outcome {
+    pub async fn sync_out(&self, params: String) -> String {
         crate::forward_hook!(self, sync_out, params)
     }
 
     /// `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`.
     #[napi]
-    pub async fn login_pty_open(&self, params: Value) -> Outcome {
+    pub async fn login_pty_open(&self, params: String) -> String {
         crate::forward_hook!(session self, login_pty_open, params)
     }
 
     /// `onLoginPtyInput`.
     #[napi]
-    pub async fn login_pty_input(&self, params: Value) -> Outcome {
+    pub async fn login_pty_input(&self, params: String) -> String {
         crate::forward_hook!(self, login_pty_input, params)
     }
 
     /// `onLoginPtyStop`.
     #[napi]
-    pub async fn login_pty_stop(&self, params: Value) -> Outcome {
+    pub async fn login_pty_stop(&self, params: String) -> String {
         crate::forward_hook!(self, login_pty_stop, params)
     }
 
     /// `onLoginPtyClose`.
     #[napi]
-    pub async fn login_pty_close(&self, params: Value) -> Outcome {
+    pub async fn login_pty_close(&self, params: String) -> String {
         crate::forward_hook!(self, login_pty_close, params)
     }
 
     /// `onShutdown`.
     #[napi]
-    pub async fn shutdown(&self) -> Outcome {
-        let params = Value::Null;
+    pub async fn shutdown(&self) -> String {
+        let params = String::from("null");
         crate::forward_hook!(self, shutdown, params)
     }
 }

@@ -1,26 +1,57 @@
-//! How a hook's result or failure crosses into JS.
+//! How a hook's params and its result or failure cross between JS and Rust: as JSON text.
+//!
+//! Hook params and results are plain JSON (the host sends and receives them over JSON-RPC), and
+//! V8's `JSON.stringify` / `JSON.parse` build and read them several times faster than napi can
+//! walk or create an object property by property. So the facade hands each hook its params as
+//! one JSON string and parses one JSON string back; nothing else crosses per property.
 
-use napi_derive::napi;
 use sandbox_core::{ProviderError, ProviderResult};
+use serde::Serialize;
 use serde_json::Value;
 
 /// A failure as data: the facade turns it into `Error` with exactly this `message`, `name`,
 /// and a numeric `code` when present (the SDK forwards numeric codes to the host).
-#[napi(object)]
+#[derive(Debug, Serialize)]
 pub struct NativeError {
     pub message: String,
     pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<i64>,
 }
 
 /// A hook's outcome. `value` absent means the hook resolved with `undefined`.
-#[napi(object)]
+#[derive(Debug, Serialize)]
 pub struct Outcome {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<NativeError>,
 }
 
+/// A hook's params from the JSON text the facade sent, or the failed outcome's JSON text to
+/// return. The facade always sends `JSON.stringify(params ?? null)`, so a failure here is a bug
+/// in the facade, reported as one.
+pub fn parse_params(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|error| {
+        Outcome::error(ProviderError::new(format!(
+            "paperclip-sandbox-native internal error: hook params are not JSON ({error})"
+        )))
+        .into_json()
+    })
+}
+
 impl Outcome {
+    /// The JSON text the facade parses. Serialising a `Value` cannot fail; the fallback keeps
+    /// that promise without a panic path.
+    pub fn into_json(self) -> String {
+        serde_json::to_string(&self).unwrap_or_else(|error| {
+            format!(
+                r#"{{"error":{{"message":"paperclip-sandbox-native internal error: {}","name":"Error"}}}}"#,
+                error.to_string().replace(['"', '\\'], "'")
+            )
+        })
+    }
+
     pub fn value(value: Value) -> Self {
         Self {
             value: Some(value),

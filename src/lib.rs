@@ -5,13 +5,6 @@
 //! cross as an [`outcome::Outcome`] so that the JS facade can throw a plain `Error` with the
 //! exact catalogued message (napi's own errors carry an enumerable string `code`).
 
-/// Rust's allocations in the addon go to mimalloc rather than glibc malloc: the providers
-/// allocate many short-lived JSON values and output chunks from several tokio threads, and
-/// glibc's per-thread arenas keep that memory (and spend measurable time consolidating it),
-/// while mimalloc returns it and allocates faster. Node's own heap is untouched.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 pub mod createos;
 pub mod debug;
 pub mod execution_log;

@@ -52,8 +52,18 @@ pub fn js_truthy(value: Option<&Value>) -> bool {
 }
 
 /// JS `s.length`: the number of UTF-16 code units.
+///
+/// Counted on bytes, not chars, because it runs on every chunk of streamed output. ASCII (the
+/// usual output) is one unit per byte, checked a word at a time. Otherwise each character is
+/// one unit except those outside the BMP (4-byte UTF-8 sequences), which are two: the bytes that
+/// start a character plus the bytes that start a 4-byte one.
 pub fn js_string_length(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
+    if s.is_ascii() {
+        return s.len();
+    }
+    s.bytes()
+        .map(|b| usize::from((b as i8) >= -0x40) + usize::from(b >= 0xF0))
+        .sum()
 }
 
 /// JS `typeof value` for a JSON value.
@@ -131,6 +141,23 @@ pub fn js_ordered(object: Map<String, Value>) -> Map<String, Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn string_length_counts_utf16_units() {
+        for text in [
+            "",
+            "plain ascii",
+            "é",
+            "€ euro",
+            "😀",
+            "a😀b€é\u{10FFFF}\u{7F}\u{80}\u{7FF}\u{800}\u{FFFF}\u{10000}",
+        ] {
+            let by_chars: usize = text.chars().map(char::len_utf16).sum();
+            assert_eq!(js_string_length(text), by_chars, "{text:?}");
+        }
+        assert_eq!(js_string_length("😀"), 2);
+        assert_eq!(js_string_length("€"), 1);
+    }
 
     #[test]
     fn trim_follows_js() {

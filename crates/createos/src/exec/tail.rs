@@ -50,8 +50,16 @@ impl Tail {
             excess -= 1;
             self.units -= 1;
         }
+        let live = &self.buf[self.start..];
+        // The common case, ASCII output: every byte is one unit, so the cut is `excess` bytes.
+        if live.len() >= excess && live.as_bytes()[..excess].is_ascii() {
+            self.start += excess;
+            self.units -= excess;
+            self.compact();
+            return true;
+        }
         let mut cut = 0;
-        for c in self.buf[self.start..].chars() {
+        for c in live.chars() {
             if excess == 0 {
                 break;
             }
@@ -68,11 +76,17 @@ impl Tail {
             }
         }
         self.start += cut;
+        self.compact();
+        true
+    }
+
+    /// Drops the dead front once it is large and at least half the buffer, so each byte is
+    /// moved at most about once more.
+    fn compact(&mut self) {
         if self.start >= COMPACT_AFTER_BYTES && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        true
     }
 
     pub fn text(&self) -> String {
@@ -160,6 +174,30 @@ mod tests {
         assert_eq!(t.text(), "\u{FFFD}bc");
         assert!(t.push("d"));
         assert_eq!(t.text(), "bcd");
+    }
+
+    /// JS semantics, the slow way: all UTF-16 units, the last `limit` of them, a lone
+    /// surrogate rendered as U+FFFD.
+    fn js_tail(chunks: &[String], limit: usize) -> String {
+        let units: Vec<u16> = chunks.iter().flat_map(|c| c.encode_utf16()).collect();
+        String::from_utf16_lossy(&units[units.len().saturating_sub(limit)..])
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_js_slicing_for_any_mix_of_chunks(
+            chunks in proptest::collection::vec("[a-z0-9 ]{0,12}|[é€😀x]{1,4}", 1..60),
+            limit in 1usize..40,
+        ) {
+            let mut t = Tail::with_limit(limit);
+            let mut cut = false;
+            for chunk in &chunks {
+                cut |= t.push(chunk);
+            }
+            proptest::prop_assert_eq!(t.text(), js_tail(&chunks, limit));
+            let total: usize = chunks.iter().map(|c| c.encode_utf16().count()).sum();
+            proptest::prop_assert_eq!(cut, total > limit);
+        }
     }
 
     #[test]

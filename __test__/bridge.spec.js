@@ -123,8 +123,8 @@ describe("execution log backpressure", () => {
     const chunks = Array.from({ length: 256 }, (_, i) => chunk(i)); // 16 MiB
     await expect(native.debugStreamExecutionLog(chunks, host.executionLog())).resolves.toBe(256);
     expect(received).toEqual(chunks);
-    // 4 MiB of budget (src/execution_log.rs) plus the output's own high-water mark.
-    expect(maxBuffered).toBeLessThanOrEqual(4 * 1024 * 1024 + 64 * 1024);
+    // 1 MiB of budget (src/execution_log.rs) plus the output's own high-water mark.
+    expect(maxBuffered).toBeLessThanOrEqual(1024 * 1024 + 64 * 1024);
   });
 
   it("delivers every chunk before the call resolves, one ctx call per chunk", async () => {

@@ -27,7 +27,7 @@ pub fn validate_config_warning(
     let fqdns = fqdns_needing_warning(config, adapter_fqdns)?;
     Some(if config.egress_allow_cidrs.is_empty() {
         format!(
-            "egressMode=standard cannot enforce FQDN-based egress rules (Kubernetes NetworkPolicy is CIDR-only). To keep the configured FQDNs reachable ({fqdns}) without operator intervention, the plugin will allow public IPv4 egress on TCP 80/443 with private/link-local/loopback/multicast ranges excluded. This is broader than exact FQDN allow-listing \u{2014} switch egressMode to \"cilium\" (requires Cilium CNI) for precise enforcement, or set egressAllowCidrs explicitly to override the fallback."
+            r#"egressMode=standard cannot enforce FQDN-based egress rules (Kubernetes NetworkPolicy is CIDR-only). To keep the configured FQDNs reachable ({fqdns}) without operator intervention, the plugin will allow public IPv4 egress on TCP 80/443 with private/link-local/loopback/multicast ranges excluded. This is broader than exact FQDN allow-listing — switch egressMode to "cilium" (requires Cilium CNI) for precise enforcement, or set egressAllowCidrs explicitly to override the fallback."#
         )
     } else {
         format!(

@@ -27,7 +27,7 @@ pub fn sandbox_api_version_from_metadata(value: Option<&Value>) -> Option<Sandbo
 /// A48: the cluster does not serve the Sandbox API group at all.
 pub fn group_not_served_message() -> String {
     format!(
-        "API group {SANDBOX_GROUP} is not served by this cluster. Install the kubernetes-sigs/agent-sandbox controller, or set backend: \"job\" to dispatch runs as batch/v1 Jobs instead."
+        r#"API group {SANDBOX_GROUP} is not served by this cluster. Install the kubernetes-sigs/agent-sandbox controller, or set backend: "job" to dispatch runs as batch/v1 Jobs instead."#
     )
 }
 
@@ -43,7 +43,7 @@ pub fn no_known_version_message(served: &[String]) -> String {
         served.join(", ")
     };
     format!(
-        "API group {SANDBOX_GROUP} serves none of [{}] (serves: {served}). Upgrade the agent-sandbox controller, or set backend: \"job\".",
+        r#"API group {SANDBOX_GROUP} serves none of [{}] (serves: {served}). Upgrade the agent-sandbox controller, or set backend: "job"."#,
         preference.join(", ")
     )
 }

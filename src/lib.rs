@@ -14,8 +14,10 @@ pub mod guard;
 pub mod host;
 pub mod kubernetes;
 pub mod outcome;
+mod runtime;
 
 #[napi_derive::module_init]
 fn init() {
     guard::install_panic_hook();
+    runtime::install();
 }

@@ -2,9 +2,11 @@
 // {ok:true}), and an execute hook that emits synthetic `execute.log` chunks through
 // ctx.execution.log, so the bench can separate the SDK's own cost from the provider's.
 //
-// Execute params (bench-only): `args: [totalBytes, chunkBytes]` (strings, as the host sends).
+// Execute params (bench-only): `args: [totalBytes, chunkBytes, delayMs?]` (strings, as the host
+// sends); delayMs stands in for a command's run time before its output (the stall figure uses it).
 
 import { once } from "node:events";
+import { setTimeout as delay } from "node:timers/promises";
 
 import { definePlugin, runWorker } from "@paperclipai/plugin-sdk";
 
@@ -22,7 +24,8 @@ const plugin = definePlugin({
     return { ok: true };
   },
   async onEnvironmentExecute(params) {
-    const [total, chunk] = (params.args ?? []).map(Number);
+    const [total, chunk, delayMs = 0] = (params.args ?? []).map(Number);
+    if (delayMs > 0) await delay(delayMs);
     const piece = "a".repeat(chunk);
     let sent = 0;
     while (sent < total) {

@@ -39,10 +39,14 @@ export class BenchWorker {
     });
   }
 
-  /** Forks `entrypoint` with the host's minimal environment (plus `env`). */
-  static fork(entrypoint, env = {}) {
+  /**
+   * Forks `entrypoint` with the host's minimal environment (plus `env`). `execArgv` replaces
+   * Node's own flags for the child (the host passes none; the bench passes a probe preload).
+   */
+  static fork(entrypoint, env = {}, { execArgv = [] } = {}) {
     const child = fork(entrypoint, [], {
       stdio: ["pipe", "pipe", "pipe", "ipc"],
+      execArgv,
       detached: false,
       env: {
         PATH: process.env.PATH,

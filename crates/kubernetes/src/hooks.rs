@@ -135,6 +135,18 @@ impl<'a> LeaseView<'a> {
     }
 }
 
+/// `{exitCode, timedOut: false, stdout, stderr, metadata}`. The output strings are moved in
+/// (`json!` would copy them, and stdout can be tens of MiB).
+fn exec_result(exit_code: i64, stdout: String, stderr: String, metadata: Value) -> Value {
+    let mut result = Map::new();
+    result.insert("exitCode".into(), exit_code.into());
+    result.insert("timedOut".into(), false.into());
+    result.insert("stdout".into(), Value::String(stdout));
+    result.insert("stderr".into(), Value::String(stderr));
+    result.insert("metadata".into(), metadata);
+    Value::Object(result)
+}
+
 /// `${value}` of a JS template literal, for the ids and args the hooks interpolate.
 pub(crate) fn js_string(value: Option<&Value>) -> String {
     match value {
@@ -720,11 +732,7 @@ impl KubernetesProvider {
                     return Ok(match connection.exec.exec(request, None).await {
                         Ok(output) => {
                             metadata["uploadedBytes"] = json!(payload.len());
-                            json!({
-                                "exitCode": output.exit_code, "timedOut": false,
-                                "stdout": output.stdout, "stderr": output.stderr,
-                                "metadata": metadata,
-                            })
+                            exec_result(output.exit_code, output.stdout, output.stderr, metadata)
                         }
                         Err(err) => json!({
                             "exitCode": null, "timedOut": true, "stdout": "",
@@ -756,7 +764,9 @@ impl KubernetesProvider {
             .unwrap_or_default();
         request.timeout_ms = remaining;
 
-        let (tap, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+        // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
+        // stream down instead of letting output queue up here.
+        let (tap, mut chunks) = crate::exec::output_tap();
         let run = connection.exec.exec(request, Some(tap));
         let forward = async {
             while let Some((stream, chunk)) = chunks.recv().await {
@@ -775,10 +785,7 @@ impl KubernetesProvider {
                     sink.execution_log(OutputStream::Stderr, hint.to_string())
                         .await;
                 }
-                json!({
-                    "exitCode": output.exit_code, "timedOut": false, "stdout": output.stdout,
-                    "stderr": stderr, "metadata": metadata,
-                })
+                exec_result(output.exit_code, output.stdout, stderr, metadata)
             }
             Err(err) => json!({
                 "exitCode": null, "timedOut": true, "stdout": "",
@@ -832,13 +839,16 @@ impl KubernetesProvider {
             Some(s) if s.phase.as_str() == "Succeeded" => json!(0),
             Some(_) => json!(1),
         };
-        Ok(json!({
-            "exitCode": exit_code, "timedOut": timed_out, "stdout": stdout,
+        let mut result = json!({
+            "exitCode": exit_code, "timedOut": timed_out, "stdout": "",
             "stderr": append_network_egress_deny_hint("", grant),
             "metadata": {
                 "provider": "kubernetes", "backend": "job", "namespace": namespace,
                 "jobName": lease_id, "podName": pod_name, "phase": phase,
             },
-        }))
+        });
+        // Moved in, not copied by `json!` (the key keeps its place).
+        result["stdout"] = Value::String(stdout);
+        Ok(result)
     }
 }

@@ -37,7 +37,7 @@ impl PodExec for FakeExec {
                     OutputStream::Stderr => stderr.push_str(&chunk),
                 }
                 if let Some(tap) = &tap {
-                    tap.send((stream, chunk)).unwrap();
+                    tap.send((stream, chunk)).await.unwrap();
                 }
             }
             Ok(ExecOutput {

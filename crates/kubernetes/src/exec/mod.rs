@@ -6,6 +6,7 @@ pub mod tty;
 pub mod upload_interceptor;
 
 pub use transport::{
-    AGENT_CONTAINER, ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
-    exec_in_pod, exec_in_pod_streaming,
+    AGENT_CONTAINER, ExecError, ExecOutput, ExecRequest, OUTPUT_TAP_CAPACITY, OutputTap,
+    OutputTapReceiver, READ_CHUNK_BYTES, StreamingIo, StreamingOutput, decode_output, exec_in_pod,
+    exec_in_pod_streaming, output_tap,
 };

@@ -13,7 +13,7 @@ use kube::api::{Api, AttachParams, AttachedProcess};
 use sandbox_core::OutputStream;
 use sandbox_core::utf8::Utf8Decoder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc;
 
 use super::command::sh_quote;
 use crate::cluster::ApiError;
@@ -93,7 +93,64 @@ pub struct ExecOutput {
 
 /// Where live output goes: each decoded chunk, in order. The concatenation of the chunks of a
 /// stream is exactly the returned text of that stream.
-pub type OutputTap = UnboundedSender<(OutputStream, String)>;
+///
+/// The channel is bounded ([`OUTPUT_TAP_CAPACITY`]): when its receiver falls behind, the reader
+/// waits for room before it reads more, so a slow host slows the exec's stream (kube-rs's
+/// 64 KiB pipe fills, the websocket stops being read, TCP pushes back on the pod) instead of
+/// output piling up in memory. A dropped receiver only stops the tap.
+pub type OutputTap = mpsc::Sender<(OutputStream, String)>;
+
+/// The receiving end of an [`OutputTap`].
+pub type OutputTapReceiver = mpsc::Receiver<(OutputStream, String)>;
+
+/// How many chunks (each at most [`READ_CHUNK_BYTES`]) an [`OutputTap`] holds.
+pub const OUTPUT_TAP_CAPACITY: usize = 8;
+
+/// The most bytes one read of an output stream takes (kube-rs's pipe holds no more either).
+pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// A bounded tap and its receiver.
+pub fn output_tap() -> (OutputTap, OutputTapReceiver) {
+    mpsc::channel(OUTPUT_TAP_CAPACITY)
+}
+
+/// Test-visible progress of the output readers (feature `testing`): the bytes they have taken
+/// from exec streams, and how often a full tap made one wait. Process-wide counters.
+#[cfg(feature = "testing")]
+pub mod probe {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use tokio::sync::Notify;
+
+    static BYTES_TAKEN: AtomicU64 = AtomicU64::new(0);
+    static TAP_WAITS: AtomicU64 = AtomicU64::new(0);
+    static CHANGED: Notify = Notify::const_new();
+
+    /// Bytes read from the stdout/stderr of buffered execs so far.
+    pub fn bytes_taken() -> u64 {
+        BYTES_TAKEN.load(Ordering::SeqCst)
+    }
+
+    /// How many times a reader found its tap full and waited for the receiver.
+    pub fn tap_waits() -> u64 {
+        TAP_WAITS.load(Ordering::SeqCst)
+    }
+
+    /// Resolves after the next change of either counter (enable it before checking them).
+    pub fn changed() -> tokio::sync::futures::Notified<'static> {
+        CHANGED.notified()
+    }
+
+    pub(super) fn took(n: usize) {
+        BYTES_TAKEN.fetch_add(n as u64, Ordering::SeqCst);
+        CHANGED.notify_waiters();
+    }
+
+    pub(super) fn waited() {
+        TAP_WAITS.fetch_add(1, Ordering::SeqCst);
+        CHANGED.notify_waiters();
+    }
+}
 
 /// A32.
 pub fn exec_timeout_message(timeout_ms: u64, pod: &str, container: &str, cmd0: &str) -> String {
@@ -158,46 +215,85 @@ pub fn exit_code_from_status(status: &Status) -> i64 {
         })
 }
 
-/// Reads one output stream to its end: counts bytes against `cap`, decodes, taps and
-/// accumulates.
+/// Sends one chunk to the tap, waiting while it is full (backpressure).
+async fn tap_send(tap: &OutputTap, item: (OutputStream, String)) {
+    #[cfg(feature = "testing")]
+    let item = match tap.try_send(item) {
+        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+        Err(mpsc::error::TrySendError::Full(item)) => {
+            probe::waited();
+            item
+        }
+    };
+    // A closed tap (the receiver is gone) only stops the live output.
+    let _ = tap.send(item).await;
+}
+
+/// Reads one output stream to its end: counts bytes against `cap` and accumulates them; with
+/// a tap, each read is also decoded (keeping split characters whole) and sent, before the next
+/// read. The bytes are kept once; [`decode_output`] turns them into the returned text.
 async fn collect_stream<R: AsyncRead + Unpin>(
     reader: Option<R>,
     stream: OutputStream,
     cap: Option<u64>,
     cap_error: impl Fn(u64) -> ExecError,
     tap: Option<&OutputTap>,
-) -> Result<String, ExecError> {
+) -> Result<Vec<u8>, ExecError> {
     let Some(mut reader) = reader else {
-        return Ok(String::new());
+        return Ok(Vec::new());
     };
-    let mut text = String::new();
-    let mut total: u64 = 0;
-    let mut chunker = Utf8Decoder::keeping_bom();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut chunker = tap.map(|_| Utf8Decoder::keeping_bom());
     loop {
-        let n = reader
-            .read(&mut buf)
+        let start = bytes.len();
+        if bytes.capacity() - start < READ_CHUNK_BYTES {
+            bytes.reserve(READ_CHUNK_BYTES);
+        }
+        // At most one chunk per read, straight into the accumulator.
+        let n = (&mut reader)
+            .take(READ_CHUNK_BYTES as u64)
+            .read_buf(&mut bytes)
             .await
             .map_err(|e| ExecError::Transport(e.to_string()))?;
-        let chunk = if n == 0 {
-            chunker.finish()
-        } else {
-            total += n as u64;
-            if let Some(cap) = cap
-                && total > cap
-            {
-                return Err(cap_error(cap));
+        #[cfg(feature = "testing")]
+        probe::took(n);
+        if let Some(cap) = cap
+            && bytes.len() as u64 > cap
+        {
+            return Err(cap_error(cap));
+        }
+        if let (Some(tap), Some(chunker)) = (tap, chunker.as_mut()) {
+            let chunk = if n == 0 {
+                chunker.finish()
+            } else {
+                chunker.decode(&bytes[start..])
+            };
+            if !chunk.is_empty() {
+                tap_send(tap, (stream, chunk)).await;
             }
-            chunker.decode(&buf[..n])
-        };
-        if !chunk.is_empty() {
-            if let Some(tap) = tap {
-                let _ = tap.send((stream, chunk.clone()));
-            }
-            text.push_str(&chunk);
         }
         if n == 0 {
-            return Ok(text);
+            bytes.shrink_to_fit();
+            return Ok(bytes);
+        }
+    }
+}
+
+/// The text of a whole output stream: its bytes decoded once, as [`Utf8Decoder::keeping_bom`]
+/// decodes them (so it is exactly the concatenation of the tapped chunks). Valid UTF-8, the
+/// usual case, becomes the string without a copy.
+pub fn decode_output(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let bytes = err.into_bytes();
+            let mut decoder = Utf8Decoder::keeping_bom();
+            let mut text = String::with_capacity(bytes.len() + 16);
+            for piece in bytes.chunks(READ_CHUNK_BYTES) {
+                text.push_str(&decoder.decode(piece));
+            }
+            text.push_str(&decoder.finish());
+            text
         }
     }
 }
@@ -225,8 +321,8 @@ fn attach_params(container: &str, stdin: bool) -> AttachParams {
         .stderr(true)
         .tty(false)
         .max_stdin_buf_size(64 * 1024)
-        .max_stdout_buf_size(64 * 1024)
-        .max_stderr_buf_size(64 * 1024)
+        .max_stdout_buf_size(READ_CHUNK_BYTES)
+        .max_stderr_buf_size(READ_CHUNK_BYTES)
 }
 
 async fn connect(
@@ -331,8 +427,8 @@ pub async fn exec_in_pod(
         drop(stdin);
         Ok(ExecOutput {
             exit_code: exit_code_from_status(&status),
-            stdout,
-            stderr,
+            stdout: decode_output(stdout),
+            stderr: decode_output(stderr),
         })
     })
     .await
@@ -433,7 +529,7 @@ pub async fn exec_in_pod_streaming(
         drop(stdin);
         Ok(StreamingOutput {
             exit_code: exit_code_from_status(&status),
-            stderr,
+            stderr: decode_output(stderr),
         })
     })
     .await
@@ -516,9 +612,9 @@ mod tests {
 
     #[tokio::test]
     async fn collect_taps_exactly_what_it_returns_and_enforces_caps() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = output_tap();
         let data: &[u8] = "line one\nzwei — drei\n".as_bytes();
-        let text = collect_stream(
+        let bytes = collect_stream(
             Some(data),
             OutputStream::Stdout,
             None,
@@ -533,6 +629,7 @@ mod tests {
             assert_eq!(stream, OutputStream::Stdout);
             streamed.push_str(&chunk);
         }
+        let text = decode_output(bytes);
         assert_eq!(streamed, text);
         assert_eq!(text, "line one\nzwei — drei\n");
         let err = collect_stream(
@@ -546,6 +643,115 @@ mod tests {
         .unwrap_err();
         assert!(
             matches!(err, ExecError::Cap(m) if m.starts_with("execInPod stderr exceeded the 4-byte cap"))
+        );
+        // Exactly at the cap is fine.
+        let at_cap = collect_stream(
+            Some(data),
+            OutputStream::Stdout,
+            Some(data.len() as u64),
+            |_| unreachable!(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(at_cap, data);
+    }
+
+    /// An in-memory reader that counts what was taken from it.
+    struct Counting<'a> {
+        data: &'a [u8],
+        taken: &'a std::sync::atomic::AtomicUsize,
+    }
+
+    impl AsyncRead for Counting<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let before = buf.filled().len();
+            let poll = std::pin::Pin::new(&mut self.data).poll_read(cx, buf);
+            let n = buf.filled().len() - before;
+            self.taken.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+            poll
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_tap_stops_the_reader_until_the_receiver_takes_chunks() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // Output that is always ready: only the tap can hold the reader back.
+        let data: Vec<u8> = (0..4 * 1024 * 1024)
+            .map(|i| b'a' + (i % 26) as u8)
+            .collect();
+        let taken = AtomicUsize::new(0);
+        let reader = Counting {
+            data: &data,
+            taken: &taken,
+        };
+        let (tx, mut rx) = output_tap();
+        let collect = collect_stream(
+            Some(reader),
+            OutputStream::Stdout,
+            None,
+            |_| unreachable!(),
+            Some(&tx),
+        );
+        tokio::pin!(collect);
+        // Nobody receives: the reader fills the tap, reads one more chunk and waits.
+        assert!(futures::poll!(collect.as_mut()).is_pending());
+        let bound = (OUTPUT_TAP_CAPACITY + 1) * READ_CHUNK_BYTES;
+        assert_eq!(taken.load(Ordering::SeqCst), bound);
+        assert!(futures::poll!(collect.as_mut()).is_pending());
+        assert_eq!(taken.load(Ordering::SeqCst), bound);
+        // One chunk taken makes room for exactly one more read.
+        let (_, first) = rx.recv().await.unwrap();
+        assert_eq!(first.len(), READ_CHUNK_BYTES);
+        assert!(futures::poll!(collect.as_mut()).is_pending());
+        assert_eq!(taken.load(Ordering::SeqCst), bound + READ_CHUNK_BYTES);
+        // Draining lets it finish; the chunks are the output, in order.
+        let mut streamed = first;
+        let (bytes, ()) = tokio::join!(collect, async {
+            while streamed.len() < data.len() {
+                let (_, chunk) = rx.recv().await.unwrap();
+                assert!(chunk.len() <= READ_CHUNK_BYTES);
+                streamed.push_str(&chunk);
+            }
+        });
+        let bytes = bytes.unwrap();
+        assert_eq!(bytes, data);
+        assert_eq!(streamed.as_bytes(), &data[..]);
+        assert_eq!(decode_output(bytes), streamed);
+    }
+
+    #[test]
+    fn decoding_once_equals_the_concatenated_chunks() {
+        // Split characters, invalid bytes, truncated sequences and a BOM, cut at every point
+        // into two and three pieces.
+        let mut input: Vec<u8> = "\u{feff}aé€😀".as_bytes().to_vec();
+        input.extend_from_slice(&[0xff, b'b', 0xe2, 0x82, b'c', 0xed, 0xa0, 0x80, 0xf0, 0x9f]);
+        input.extend_from_slice("😀z".as_bytes());
+        input.extend_from_slice(&[0xf0, 0x9f, 0x98]);
+        let once = decode_output(input.clone());
+        assert_eq!(once, String::from_utf8_lossy(&input));
+        assert!(once.starts_with('\u{feff}'));
+        for i in 0..=input.len() {
+            for j in i..=input.len() {
+                let mut d = Utf8Decoder::keeping_bom();
+                let mut streamed = d.decode(&input[..i]);
+                streamed.push_str(&d.decode(&input[i..j]));
+                streamed.push_str(&d.decode(&input[j..]));
+                streamed.push_str(&d.finish());
+                assert_eq!(streamed, once, "cut at {i} and {j}");
+            }
+        }
+        let valid = "ünïcode".repeat(40_000).into_bytes();
+        assert_eq!(decode_output(valid.clone()).as_bytes(), &valid[..]);
+        let mut long_invalid = valid.clone();
+        long_invalid.insert(READ_CHUNK_BYTES - 1, 0xc3);
+        assert_eq!(
+            decode_output(long_invalid.clone()),
+            String::from_utf8_lossy(&long_invalid)
         );
     }
 }

@@ -37,7 +37,7 @@ export declare class CreateOsProvider {
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: string, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<string>
+  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string>
   /** `onEnvironmentSyncIn`: host files into the sandbox workspace. */
   syncIn(params: string): Promise<string>
   /** `onEnvironmentSyncOut`: sandbox files back to the host. */
@@ -101,7 +101,7 @@ export declare class KubernetesProvider {
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: string, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<string>
+  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string>
   /** `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend). */
   syncIn(params: string): Promise<string>
   /** `onEnvironmentSyncOut`: pod files back to the host. */
@@ -130,7 +130,7 @@ export declare function debugPanicSync(message: string): string
  * [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
  * chunk has been handed over, as an execute result does.
  */
-export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: ((arg: Array<string>) => Promise<undefined> | null)): Promise<number>
+export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<number>
 
 /** One catalogued error, as documented in `docs/errors.md`. */
 export interface ExplainedError {

@@ -5,21 +5,18 @@
 use napi_derive::napi;
 use sandbox_core::{HostSink, OutputStream};
 
-use napi::Status;
-use napi::bindgen_prelude::Promise;
-use napi::threadsafe_function::ThreadsafeFunction;
-
+use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::JsHost;
 
 /// Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
 /// [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
 /// chunk has been handed over, as an execute result does.
-#[allow(clippy::type_complexity)] // spelled out for the .d.ts generator
 #[napi]
 pub async fn debug_stream_execution_log(
     chunks: Vec<String>,
-    on_output: ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>,
+    #[napi(ts_arg_type = "(batch: string[]) => Promise<void> | undefined")]
+    on_output: ExecutionLogCallback,
 ) -> napi::Result<u32> {
     let sink = JsHost::new(None).for_call(Some(on_output));
     let task = tokio::spawn(async move {

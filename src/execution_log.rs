@@ -4,7 +4,7 @@
 //! its own costs two thread wake-ups per chunk (Rust -> JS, and JS -> Rust to say it was taken),
 //! and a fast stream of small frames spends its time waking threads. So chunks are *batched*
 //! while the JS thread is busy: at most one batch is on its way at a time, and the chunks that
-//! arrive meanwhile go out together in the next one. JS still calls `ctx.execution.log` once per
+//! arrive meanwhile go out together in the next one, up to [`BATCH_BYTES`]. JS still calls `ctx.execution.log` once per
 //! chunk, so the host sees exactly the frames the provider read, in order.
 //!
 //! Memory stays bounded: chunks hold [`BUDGET_BYTES`] of budget from the moment they are queued
@@ -13,6 +13,7 @@
 //! budget waits, so a slow host slows the provider's read of the stream (and, through TCP, the
 //! sandbox) instead of growing the worker's heap.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::Status;
@@ -27,6 +28,12 @@ use tokio::sync::Semaphore;
 /// buffer small enough to stay in V8's young generation: with 4 MiB, a 64 MiB stream grew the
 /// old space by ~65 MiB and peak RSS by ~60 MiB (bench/profile/README.md).
 pub const BUDGET_BYTES: usize = 1024 * 1024;
+
+/// Output bytes sent to JS in one batch, at most (a larger chunk goes alone). JS turns a whole
+/// batch into strings before it logs the first; if a scavenge comes meanwhile, the rest survive
+/// it, and surviving bytes are what makes V8 grow its young generation. Small frames are what
+/// batching is for, so 64 KiB of them still make one trip.
+pub const BATCH_BYTES: usize = 64 * 1024;
 
 /// The bound `ctx.execution.log` of one execute call, as worker.js hands it to Rust: called with
 /// a flat `[stream, chunk, stream, chunk, ...]` batch, it returns nothing when the batch is on its
@@ -48,10 +55,8 @@ struct Shared {
 
 #[derive(Default)]
 struct Queue {
-    /// `[stream, chunk, ...]` waiting for the batch in flight to be taken.
-    entries: Vec<String>,
-    /// Budget held by `entries`.
-    cost: u32,
+    /// Chunks waiting for the batch in flight to be taken, with the budget each holds.
+    chunks: VecDeque<(OutputStream, String, u32)>,
     /// A batch is on its way to JS; its completion sends the next one.
     in_flight: bool,
 }
@@ -77,9 +82,7 @@ impl ExecutionLog {
         permit.forget();
         let batch = {
             let mut queue = self.shared.lock();
-            queue.entries.push(stream.as_str().to_owned());
-            queue.entries.push(chunk);
-            queue.cost += cost;
+            queue.chunks.push_back((stream, chunk, cost));
             if queue.in_flight {
                 None
             } else {
@@ -102,11 +105,21 @@ impl ExecutionLog {
 }
 
 impl Queue {
+    /// The next batch, `[stream, chunk, ...]`, and the budget it holds: queued chunks from the
+    /// front up to [`BATCH_BYTES`] (at least one).
     fn take(&mut self) -> (Vec<String>, u32) {
-        (
-            std::mem::take(&mut self.entries),
-            std::mem::take(&mut self.cost),
-        )
+        let mut entries = Vec::new();
+        let (mut bytes, mut cost) = (0, 0);
+        while let Some((stream, chunk, chunk_cost)) = self.chunks.pop_front() {
+            bytes += chunk.len();
+            cost += chunk_cost;
+            entries.push(stream.as_str().to_owned());
+            entries.push(chunk);
+            if bytes >= BATCH_BYTES {
+                break;
+            }
+        }
+        (entries, cost)
     }
 }
 
@@ -152,7 +165,7 @@ impl Drop for Batch {
         self.shared.budget.add_permits(self.cost as usize);
         let next = {
             let mut queue = self.shared.lock();
-            if queue.entries.is_empty() {
+            if queue.chunks.is_empty() {
                 queue.in_flight = false;
                 None
             } else {

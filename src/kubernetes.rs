@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use napi::Status;
-use napi::bindgen_prelude::Promise;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
+use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
 use crate::outcome::Outcome;
@@ -93,12 +91,12 @@ impl JsKubernetesProvider {
 
     /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
     /// the hook's async context by the worker.
-    #[allow(clippy::type_complexity)] // spelled out for the .d.ts generator
     #[napi]
     pub async fn execute(
         &self,
         params: String,
-        on_output: ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>,
+        #[napi(ts_arg_type = "(batch: string[]) => Promise<void> | undefined")]
+        on_output: ExecutionLogCallback,
     ) -> String {
         crate::forward_hook!(self, execute, params, Some(on_output))
     }

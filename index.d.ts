@@ -37,7 +37,7 @@ export declare class CreateOsProvider {
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string>
+  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string | { value: unknown }>
   /** `onEnvironmentSyncIn`: host files into the sandbox workspace. */
   syncIn(params: string): Promise<string>
   /** `onEnvironmentSyncOut`: sandbox files back to the host. */
@@ -101,7 +101,7 @@ export declare class KubernetesProvider {
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by the worker.
    */
-  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string>
+  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string | { value: unknown }>
   /** `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend). */
   syncIn(params: string): Promise<string>
   /** `onEnvironmentSyncOut`: pod files back to the host. */

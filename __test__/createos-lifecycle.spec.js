@@ -86,6 +86,18 @@ describe("CreateOS lifecycle through a forked worker", () => {
     );
     expect(ran).toMatchObject({ exitCode: 0, stdout: "synced script ran\n" });
 
+    // A large result crosses from Rust as an object rather than JSON text (src/outcome.rs):
+    // the same result, every character intact.
+    const large = await worker.call(
+      "environmentExecute",
+      { ...base, config, lease, command: "bash", args: ["-c", "head -c 307200 /dev/zero | tr '\\0' x; printf 'é\"end'"], cwd: "/paperclip-workspace" },
+      { invocation: invocation("inv-large") },
+    );
+    expect(large).toMatchObject({ exitCode: 0, signal: null, timedOut: false, stderr: "" });
+    expect(large.stdout).toBe(`${"x".repeat(307200)}é"end`);
+    const largeLogs = worker.rpc.notifications.filter((n) => n.paperclipInvocationId === "inv-large");
+    expect(largeLogs.map((n) => n.params.chunk).join("")).toBe(large.stdout);
+
     const syncedOut = await worker.call(
       "environmentSyncOut",
       {

@@ -47,8 +47,8 @@ function plainError(error) {
 
 /**
  * Unwraps a native outcome, `{value?, error?}`: its value, or a throw of its error. The addon
- * returns it as JSON text (V8 parses that far faster than napi builds objects; see
- * src/outcome.rs).
+ * returns it as JSON text (V8 parses that far faster than napi builds objects), or, for an
+ * execute result carrying a large output, as the object itself (see src/outcome.rs).
  */
 export function settle(outcome) {
   const { value, error } = typeof outcome === "string" ? JSON.parse(outcome) : outcome;

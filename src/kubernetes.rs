@@ -7,7 +7,7 @@ use napi_derive::napi;
 use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
-use crate::outcome::Outcome;
+use crate::outcome::{ExecuteOutcome, Outcome};
 
 /// Every hook method takes the hook's params as JSON text and returns its outcome,
 /// `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
@@ -91,14 +91,14 @@ impl JsKubernetesProvider {
 
     /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
     /// the hook's async context by the worker.
-    #[napi]
+    #[napi(ts_return_type = "Promise<string | { value: unknown }>")]
     pub async fn execute(
         &self,
         params: String,
         #[napi(ts_arg_type = "(batch: string[]) => Promise<void> | undefined")]
         on_output: ExecutionLogCallback,
-    ) -> String {
-        crate::forward_hook!(self, execute, params, Some(on_output))
+    ) -> ExecuteOutcome {
+        crate::forward_hook!(execute self, params, on_output)
     }
 
     /// `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend).

@@ -4,10 +4,20 @@
 //! V8's `JSON.stringify` / `JSON.parse` build and read them several times faster than napi can
 //! walk or create an object property by property. So the facade hands each hook its params as
 //! one JSON string and parses one JSON string back; nothing else crosses per property.
+//!
+//! The one exception is an execute result carrying a large output string (CreateOS keeps up to
+//! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust
+//! and once more in V8 before `JSON.parse` made the string the host gets, so such a result is
+//! built as an object instead, its strings copied into V8 once ([`ExecuteOutcome`]).
 
+use napi::bindgen_prelude::ToNapiValue;
+use napi::sys;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde::Serialize;
 use serde_json::Value;
+
+/// An execute result holding a string at least this long crosses as an object.
+const LARGE_STRING_BYTES: usize = 256 * 1024;
 
 /// A failure as data: the facade turns it into `Error` with exactly this `message`, `name`,
 /// and a numeric `code` when present (the SDK forwards numeric codes to the host).
@@ -94,5 +104,46 @@ impl From<ProviderResult<Option<Value>>> for Outcome {
             Ok(None) => Outcome::nothing(),
             Err(err) => Outcome::error(err),
         }
+    }
+}
+
+/// An execute hook's outcome on its way to JS: JSON text like every other hook's, except a
+/// successful result holding a large string, which becomes `{value}` built by napi (see the
+/// module docs). plugin-kit's `settle` takes either.
+pub enum ExecuteOutcome {
+    Json(String),
+    Outcome(Outcome),
+}
+
+impl From<Outcome> for ExecuteOutcome {
+    fn from(outcome: Outcome) -> Self {
+        ExecuteOutcome::Outcome(outcome)
+    }
+}
+
+impl ToNapiValue for ExecuteOutcome {
+    unsafe fn to_napi_value(env: sys::napi_env, outcome: Self) -> napi::Result<sys::napi_value> {
+        let text = match outcome {
+            ExecuteOutcome::Json(text) => text,
+            ExecuteOutcome::Outcome(Outcome {
+                value: Some(value),
+                error: None,
+            }) if holds_large_string(&value) => {
+                let mut wrapper = serde_json::Map::new();
+                wrapper.insert("value".to_owned(), value);
+                return unsafe { Value::to_napi_value(env, Value::Object(wrapper)) };
+            }
+            ExecuteOutcome::Outcome(outcome) => outcome.into_json(),
+        };
+        unsafe { String::to_napi_value(env, text) }
+    }
+}
+
+fn holds_large_string(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.len() >= LARGE_STRING_BYTES,
+        Value::Array(items) => items.iter().any(holds_large_string),
+        Value::Object(fields) => fields.values().any(holds_large_string),
+        _ => false,
     }
 }

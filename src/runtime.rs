@@ -1,15 +1,18 @@
-//! The tokio runtime the addon's async work runs on.
-//!
-//! napi-rs would start one worker thread per core. Then a burst of Rust work (200 executes, each
-//! with its TLS handshake and websocket) keeps every core busy and the worker's JS thread,
-//! which must stay responsive to the host, waits for a core: its event loop stalls for tens of
-//! milliseconds on a 2-core machine. One core is left to the JS thread instead; the Rust side
-//! is I/O-bound and does not need it.
+//! The process-level setup of the addon: its tokio runtime and the allocator settings.
 
-/// Installs the runtime before napi-rs starts its default one; if building it fails, napi-rs's
-/// default runtime is used.
+/// Called once from `module_init`, before napi-rs would start its default runtime.
 pub fn install() {
     tune_malloc();
+    install_runtime();
+}
+
+/// napi-rs would start one tokio worker per core. In a burst of Rust work (200 executes, each
+/// with its TLS handshake and websocket) those keep every core busy, and the worker's JS thread,
+/// which must stay responsive to the host, waits for a core. One core is left to the JS thread
+/// instead (measured on 2 cores: worst event-loop stall per burst, median ~14 ms with one worker
+/// against ~18 ms with two, same wall time; bench/profile/README.md section 3). The Rust side is
+/// I/O-bound. If the runtime cannot be built, napi-rs's default is used.
+fn install_runtime() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.saturating_sub(1).max(1);
     if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()

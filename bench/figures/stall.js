@@ -78,7 +78,7 @@ export async function stallFigures(ctx) {
         worker.call("environmentExecute", { ...env.coBase, config: env.coConfig, lease: {}, command: "synthetic", args: ["64", "64", String(i * 5)] }, nextInvocation()),
     );
     await burst(worker, probe.file, calls); // warm-up
-    const samples = await series(ctx, "stall, SDK-only floor", () => burst(worker, probe.file, calls), { budgetMs: ctx.quick ? 3_000 : 10_000 });
+    const samples = await series(ctx, "stall, SDK-only floor", () => burst(worker, probe.file, calls), { minRuns: ctx.runs });
     ctx.figures["stall.sdk"] = summarize(samples, { executes: EXECUTES, leases: 0 });
     await worker.shutdown();
   }
@@ -99,7 +99,7 @@ export async function stallFigures(ctx) {
     // first-use readiness check.
     await pool(leases.map((lease) => exec(lease)), 10);
     log(`stall: Kubernetes, ${EXECUTES} concurrent executes`);
-    const samples = await series(ctx, "stall, Kubernetes", () => burst(worker, probe.file, calls), { budgetMs: ctx.quick ? 5_000 : 30_000 });
+    const samples = await series(ctx, "stall, Kubernetes", () => burst(worker, probe.file, calls), { minRuns: ctx.runs });
     ctx.figures["stall.kubernetes"] = summarize(samples, { executes: EXECUTES, leases: LEASES, acquireAllMs: acquireMs });
     await releaseLeases(worker, env.k8sBase, env.k8sConfig, leases, 10);
     await worker.shutdown();

@@ -15,9 +15,17 @@
 /// params)` forwards a hook that reports nothing.
 #[macro_export]
 macro_rules! forward_hook {
-    ($this:ident, $method:ident, $params:ident) => {
-        $crate::forward_hook!($this, $method, $params, None)
-    };
+    ($this:ident, $method:ident, $params:ident) => {{
+        let $params = match $crate::outcome::parse_params(&$params) {
+            Ok(params) => params,
+            Err(failed) => return failed,
+        };
+        let provider = ::std::sync::Arc::clone(&$this.provider);
+        let sink = $this.host.for_call(None);
+        $crate::guard::run(async move { provider.$method(&$params, &sink).await.into() })
+            .await
+            .into_json()
+    }};
     (session $this:ident, $method:ident, $params:ident) => {{
         let $params = match $crate::outcome::parse_params(&$params) {
             Ok(params) => params,
@@ -54,16 +62,5 @@ macro_rules! forward_hook {
         })
         .await
         .into()
-    }};
-    ($this:ident, $method:ident, $params:ident, $execution_log:expr) => {{
-        let $params = match $crate::outcome::parse_params(&$params) {
-            Ok(params) => params,
-            Err(failed) => return failed,
-        };
-        let provider = ::std::sync::Arc::clone(&$this.provider);
-        let sink = $this.host.for_call($execution_log);
-        $crate::guard::run(async move { provider.$method(&$params, &sink).await.into() })
-            .await
-            .into_json()
     }};
 }

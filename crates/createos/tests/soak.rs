@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
+use sandbox_core::soak::{self, SoakRng};
 use serde_json::{Value, json};
 
 /// Lifecycles without the long switch: a few seconds on two busy cores.
@@ -33,52 +34,6 @@ const PASS_THROUGH: &[(&str, &str)] = &[
     ),
 ];
 
-/// xorshift64*: a seeded, dependency-free RNG (replayable from the printed seed).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
-
-fn seed() -> u64 {
-    match std::env::var("PAPERCLIP_SOAK_SEED") {
-        Ok(s) => s.parse().expect("PAPERCLIP_SOAK_SEED is a u64"),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64,
-    }
-}
-
-fn lifecycles() -> usize {
-    if let Ok(n) = std::env::var("PAPERCLIP_SOAK_LIFECYCLES") {
-        return n.parse().expect("PAPERCLIP_SOAK_LIFECYCLES is a count");
-    }
-    match std::env::var("PAPERCLIP_SOAK").as_deref() {
-        Ok("long") => LONG_LIFECYCLES,
-        _ => DEFAULT_LIFECYCLES,
-    }
-}
-
 /// The API routes a lifecycle touches (fault targets).
 const ROUTES: &[(&str, &str, Option<&str>)] = &[
     ("GET", "/v1/rootfs", None),
@@ -92,7 +47,7 @@ const ROUTES: &[(&str, &str, Option<&str>)] = &[
 
 /// One random fault rule. Never `after: true` on `POST /v1/sandboxes`: a sandbox created behind a
 /// replaced reply has an ID the client never saw, which no client (nor the original) can clean up.
-fn random_fault(rng: &mut Rng) -> Value {
+fn random_fault(rng: &mut SoakRng) -> Value {
     let (method, path, query) = *rng.pick(ROUTES);
     let creates = method == "POST" && path == "/v1/sandboxes";
     let action = match rng.below(10) {
@@ -156,11 +111,11 @@ impl Tally {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_errors() {
-    let seed = seed();
-    let n = lifecycles();
+    let seed = soak::seed();
+    let n = soak::lifecycles(DEFAULT_LIFECYCLES, LONG_LIFECYCLES);
     println!("createos soak: seed {seed} (PAPERCLIP_SOAK_SEED={seed}), {n} lifecycles");
     eprintln!("createos soak: seed {seed} (PAPERCLIP_SOAK_SEED={seed}), {n} lifecycles");
-    let mut rng = Rng::new(seed);
+    let mut rng = SoakRng::new(seed);
     let h = Harness::start().await;
     let started = Instant::now();
     let mut tally = Tally::default();
@@ -241,7 +196,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
 /// Execute, release and destroy one acquired lease (faults still armed until the destroy).
 async fn lifecycle(
     h: &Harness,
-    rng: &mut Rng,
+    rng: &mut SoakRng,
     tally: &mut Tally,
     seed: u64,
     i: usize,

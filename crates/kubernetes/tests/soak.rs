@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{FaultRule, KubeEmulatorOptions, KubernetesEmulator, SettingsPatch};
 use kubernetes::KubernetesProvider;
+use sandbox_core::soak::{self, SoakRng};
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream, ProviderError};
 use serde_json::json;
 
@@ -87,49 +88,6 @@ impl HostSink for Recorder {
     }
 }
 
-/// xorshift64*: seeded and replayable from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
-
-fn seed() -> u64 {
-    match std::env::var("PAPERCLIP_SOAK_SEED") {
-        Ok(s) => s.parse().expect("PAPERCLIP_SOAK_SEED is a u64"),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64,
-    }
-}
-
-fn lifecycles() -> usize {
-    if let Ok(n) = std::env::var("PAPERCLIP_SOAK_LIFECYCLES") {
-        return n.parse().expect("PAPERCLIP_SOAK_LIFECYCLES is a count");
-    }
-    match std::env::var("PAPERCLIP_SOAK").as_deref() {
-        Ok("long") => LONG_LIFECYCLES,
-        _ => DEFAULT_LIFECYCLES,
-    }
-}
-
 /// Fault targets: (method, path pattern, is an exec or watch stream).
 const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/namespaces/*"),
@@ -148,7 +106,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("PATCH", "/api/v1/namespaces/*/secrets/*"),
 ];
 
-fn random_fault(rng: &mut Rng) -> FaultRule {
+fn random_fault(rng: &mut SoakRng) -> FaultRule {
     let stream = rng.chance(20);
     let (method, path, action) = if stream {
         if rng.chance(60) {
@@ -293,11 +251,11 @@ async fn until_clean(emu: &KubernetesEmulator, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_errors() {
-    let seed = seed();
-    let n = lifecycles();
+    let seed = soak::seed();
+    let n = soak::lifecycles(DEFAULT_LIFECYCLES, LONG_LIFECYCLES);
     println!("kubernetes soak: seed {seed} (PAPERCLIP_SOAK_SEED={seed}), {n} lifecycles");
     eprintln!("kubernetes soak: seed {seed} (PAPERCLIP_SOAK_SEED={seed}), {n} lifecycles");
-    let mut rng = Rng(seed.max(1));
+    let mut rng = SoakRng::new(seed);
     let mut opts = KubeEmulatorOptions::for_tests();
     opts.token = Some(CANARY.into());
     opts.command_overrides = BTreeMap::from([(

@@ -9,6 +9,7 @@ pub mod error;
 pub mod golden;
 pub mod host;
 pub mod json;
+pub mod soak;
 pub mod utf8;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};

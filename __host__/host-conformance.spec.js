@@ -63,6 +63,8 @@ beforeAll(async () => {
     companies: await h.server("services/companies.js"),
     agents: await h.server("services/agents.js"),
     secrets: await h.server("services/secrets.js"),
+    projects: await h.server("services/projects.js"),
+    executionWorkspaces: await h.server("services/execution-workspaces.js"),
     secretProvider: (await h.server("secrets/configured-provider.js")).getConfiguredSecretProvider(),
   };
   createosEmu = await startEmulator("createos-emulator", ["--api-key", CREATEOS_KEY, "--transition-ms", "20"]);
@@ -493,6 +495,68 @@ describe.each(Object.keys(PROVIDERS))("%s through the host", (provider) => {
   });
 });
 
+describe("CreateOS reusable lease through the host: release retains, the next run resumes, destroy removes", () => {
+  it("acquireForRun -> releaseForRun keeps the sandbox; the next acquireForRun resumes it; destroyRunLease leaves the emulator empty", async () => {
+    const config = await step(`${M.config} normalizeEnvironmentConfigForPersistence (reuseLease)`, () =>
+      svc.config.normalizeEnvironmentConfigForPersistence({
+        db: h.db,
+        companyId: company.id,
+        environmentName: "createos warm",
+        driver: "sandbox",
+        secretProvider: svc.secretProvider,
+        config: { provider: "createos", ...PROVIDERS.createos.config(), reuseLease: true },
+        actor: { agentId: null, userId: null },
+        pluginWorkerManager: h.workerManager,
+      }),
+    );
+    const environment = await step(`${M.environments} create (reuseLease)`, () =>
+      h.db.transaction(async (tx) => {
+        const created = await svc.environments.environmentService(h.db).create({ name: "createos warm", driver: "sandbox", config }, undefined, { db: tx });
+        const refs = await svc.config.collectEnvironmentSecretRefs({ db: h.db, environment: created });
+        await svc.secrets.secretService(h.db).replaceSecretRefsForInstanceTarget({ targetType: "environment", targetId: created.id }, refs, { db: tx });
+        return created;
+      }),
+    );
+    // A reusable lease is scoped to an execution workspace, which belongs to a project.
+    const project = await step("services/projects.js create", () => svc.projects.projectService(h.db).create(company.id, { name: "Host Suite Project" }));
+    const workspace = await step("services/execution-workspaces.js create", () =>
+      svc.executionWorkspaces.executionWorkspaceService(h.db).create({ companyId: company.id, projectId: project.id, mode: "isolated", strategyType: "project_primary", name: "host-suite-ws" }),
+    );
+    const orchestrator = svc.orchestrator.environmentRunOrchestrator(h.db, { pluginWorkerManager: h.workerManager });
+    const acquire = (runId) =>
+      orchestrator.acquireForRun({
+        companyId: company.id,
+        selectedEnvironmentId: environment.id,
+        localEnvironmentId: localEnvironment.id,
+        adapterType: "claude_local",
+        issueId: null,
+        heartbeatRunId: runId,
+        agentId: agent.id,
+        persistedExecutionWorkspace: workspace,
+        executionWorkspaceSettings: null,
+      });
+    const runA = await seedHeartbeatRun();
+    const first = await step(`${M.orchestrator} acquireForRun (run A)`, () => acquire(runA.id));
+    expect(first.lease.leasePolicy, `${M.orchestrator} acquireForRun (run A): lease policy`).toBe("reuse_by_environment");
+    const releasedA = await step(`${M.orchestrator} releaseForRun (run A)`, () => orchestrator.releaseForRun({ heartbeatRunId: runA.id, companyId: company.id, agentId: agent.id }));
+    expect(releasedA.errors, `${M.orchestrator} releaseForRun (run A) errors`).toEqual([]);
+    expect((await createosCounts()).sandboxes, `${M.orchestrator} releaseForRun (run A): the warm sandbox is kept`).toBe(1);
+
+    const before = (await (await fetch(`${createosEmu.controlUrl}/requests`)).json()).requests.length;
+    const runB = await seedHeartbeatRun();
+    const second = await step(`${M.orchestrator} acquireForRun (run B, resume)`, () => acquire(runB.id));
+    expect(second.lease.providerLeaseId, `${M.orchestrator} acquireForRun (run B): resumed the same sandbox`).toBe(first.lease.providerLeaseId);
+    const created = (await (await fetch(`${createosEmu.controlUrl}/requests`)).json()).requests
+      .slice(before)
+      .filter((r) => r.method === "POST" && r.path === "/v1/sandboxes");
+    expect(created, `${M.orchestrator} acquireForRun (run B): created a new sandbox instead of resuming`).toEqual([]);
+
+    const runtime = svc.runtime.environmentRuntimeService(h.db, { pluginWorkerManager: h.workerManager });
+    await step(`${M.runtime} destroyRunLease (resumed lease)`, () => runtime.destroyRunLease({ environment, lease: second.lease }));
+    expect(await PROVIDERS.createos.leftovers(), `${M.runtime} destroyRunLease: emulator not empty`).toEqual(PROVIDERS.createos.empty);
+  });
+});
+
 describe("seeded errors reach the host verbatim", () => {
   // A host lease row whose providerLeaseId is null (seeded: the host writes no such row itself),
   // carrying the metadata the host stored on this provider's real lease, handed to the host's
@@ -535,10 +599,10 @@ describe("seeded errors reach the host verbatim", () => {
 });
 
 describe("shutdown", () => {
-  it("the host's shutdown stops both workers and each exits 0", async () => {
-    await step(`${M.workers} stopAll`, () => h.workerManager.stopAll());
+  it("the host's shutdown (loader.shutdownAll -> workerManager.stopAll) ends both workers and each exits 0", async () => {
+    await step(`${M.loader} shutdownAll`, () => h.loader.shutdownAll());
     for (const provider of Object.keys(PROVIDERS)) {
-      expect(exits[provider], `${M.workers} stopAll: ${provider} worker exit`).toEqual({ pluginId: plugins[provider].id, code: 0, signal: null });
+      expect(exits[provider], `${M.loader} shutdownAll: ${provider} worker exit`).toEqual({ pluginId: plugins[provider].id, code: 0, signal: null });
     }
   });
 });

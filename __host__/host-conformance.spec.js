@@ -3,7 +3,12 @@
 // against the local API emulators. Each step calls the host service a route handler or the
 // heartbeat would call, with the arguments it would pass; a failure names the host module and
 // step. Rows are seeded directly only where the host has no service for them: the heartbeat run
-// (heartbeat_runs), which the host creates deep inside its wakeup scheduler.
+// (heartbeat_runs), which the host creates deep inside its wakeup scheduler, and, for the seeded
+// errors, a lease row without a provider lease id (environment_leases).
+//
+// Kubernetes native sync (runner.syncIn / runner.syncOut) needs the plugin to record
+// `remoteCwd: "/workspace"` on the lease at acquire (G-remoteCwd, kubernetes.md §0): the host
+// never copies a realized cwd onto the lease. Those steps assert the correct behaviour.
 
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -90,6 +95,35 @@ afterAll(async () => {
   await createosEmu?.stop();
   await k8sEmu?.stop();
 });
+
+/**
+ * The host's worker manager, observed: every call passes through unchanged, and the number of
+ * `environmentExecute` calls awaiting their reply is counted, so a test can tell an execute.log
+ * chunk routed live (while the call is pending) from output the runner appends after the reply.
+ */
+const pendingExecutes = { count: 0 };
+function observedWorkerManager() {
+  return new Proxy(h.workerManager, {
+    get(target, prop) {
+      if (prop === "call") {
+        return (pluginId, method, ...rest) => {
+          const reply = target.call(pluginId, method, ...rest);
+          if (method === "environmentExecute") {
+            pendingExecutes.count += 1;
+            reply
+              .finally(() => {
+                pendingExecutes.count -= 1;
+              })
+              .catch(() => {});
+          }
+          return reply;
+        };
+      }
+      const value = target[prop];
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
 
 /** Seeded directly: the host has no service that creates a bare heartbeat run. */
 async function seedHeartbeatRun() {
@@ -326,7 +360,7 @@ describe.each(Object.keys(PROVIDERS))("%s through the host", (provider) => {
   });
 
   it("run orchestrator: realizeForRun gives an execution target with a runner", async () => {
-    const orchestrator = svc.orchestrator.environmentRunOrchestrator(h.db, { pluginWorkerManager: h.workerManager });
+    const orchestrator = svc.orchestrator.environmentRunOrchestrator(h.db, { pluginWorkerManager: observedWorkerManager() });
     const workspaceDir = await hostDir("workspace");
     realized = await step(`${M.orchestrator} realizeForRun`, () =>
       orchestrator.realizeForRun({
@@ -351,27 +385,22 @@ describe.each(Object.keys(PROVIDERS))("%s through the host", (provider) => {
   it("execution target: runner.execute streams every execute.log chunk to the host's handler before the reply", async () => {
     const runner = realized.executionTarget.runner;
     const delivered = [];
-    let replied = false;
     const late = [];
     const result = await step(`${M.target} runner.execute`, () =>
-      runner
-        .execute({
-          command: "sh",
-          args: ["-c", 'echo "one $WHO"; echo warn >&2; echo two; exit 3'],
-          env: { WHO: "host" },
-          timeoutMs: 30_000,
-          onLog: (stream, chunk) => {
-            (replied ? late : delivered).push({ stream, chunk });
-          },
-        })
-        .finally(() => {
-          replied = true;
-        }),
+      runner.execute({
+        command: "sh",
+        args: ["-c", 'echo "one $WHO"; echo warn >&2; echo two; exit 3'],
+        env: { WHO: "host" },
+        timeoutMs: 30_000,
+        onLog: (stream, chunk) => {
+          (pendingExecutes.count > 0 ? delivered : late).push({ stream, chunk });
+        },
+      }),
     );
     expect(result, `${M.target} runner.execute`).toMatchObject({ exitCode: 3, timedOut: false, stdout: "one host\ntwo\n", stderr: "warn\n" });
     // The worker manager routes an execute.log chunk to this call's sink only by the call's
-    // invocation id while the call is live; the runner appends whatever did not arrive live
-    // after the reply. So: everything arrived live, and nothing was appended afterwards.
+    // invocation id, and only while the call is live; the runner appends whatever did not arrive
+    // live after the reply. So: everything arrived live, and nothing was appended afterwards.
     expect(late, `${M.workers} execute.log routing: chunks synthesized after the reply`).toEqual([]);
     const joined = (stream) => delivered.filter((d) => d.stream === stream).map((d) => d.chunk).join("");
     expect(joined("stdout"), `${M.workers} execute.log routing (stdout)`).toBe(result.stdout);

@@ -54,7 +54,7 @@ export function ensureHost({ log = (line) => process.stderr.write(`${line}\n`) }
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   execFileSync(
     npm,
-    ["install", "--prefix", dir, "--ignore-scripts", "--no-audit", "--no-fund", "--no-save", `@paperclipai/server@${HOST_SERVER_VERSION}`],
+    ["install", "--prefix", dir, "--ignore-scripts", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", `@paperclipai/server@${HOST_SERVER_VERSION}`],
     { stdio: ["ignore", "inherit", "inherit"] },
   );
   const pgPackage = path.join(dir, "node_modules", embeddedPostgresPlatformPackage());

@@ -97,25 +97,28 @@ afterAll(async () => {
 });
 
 /**
- * The host's worker manager, observed: every call passes through unchanged, and the number of
- * `environmentExecute` calls awaiting their reply is counted, so a test can tell an execute.log
- * chunk routed live (while the call is pending) from output the runner appends after the reply.
+ * The host's worker manager, observed: every call passes through unchanged; for an
+ * `environmentExecute` call, each chunk the manager's execute.log router hands to the call's
+ * log sink (it routes by the call's invocation id, and only while the call is live) is recorded
+ * with whether the call had replied yet.
  */
-const pendingExecutes = { count: 0 };
+const routedExecuteLogs = [];
 function observedWorkerManager() {
   return new Proxy(h.workerManager, {
     get(target, prop) {
       if (prop === "call") {
-        return (pluginId, method, ...rest) => {
-          const reply = target.call(pluginId, method, ...rest);
-          if (method === "environmentExecute") {
-            pendingExecutes.count += 1;
-            reply
-              .finally(() => {
-                pendingExecutes.count -= 1;
-              })
-              .catch(() => {});
-          }
+        return (pluginId, method, params, timeoutMs, executeLogSink) => {
+          if (method !== "environmentExecute" || !executeLogSink) return target.call(pluginId, method, params, timeoutMs, executeLogSink);
+          const state = { replied: false };
+          const reply = target.call(pluginId, method, params, timeoutMs, (stream, chunk) => {
+            routedExecuteLogs.push({ stream, chunk, afterReply: state.replied });
+            return executeLogSink(stream, chunk);
+          });
+          reply
+            .finally(() => {
+              state.replied = true;
+            })
+            .catch(() => {});
           return reply;
         };
       }
@@ -165,7 +168,7 @@ const PROVIDERS = {
     secret: CREATEOS_KEY,
     config: () => ({ apiUrl: createosEmu.url, apiKey: CREATEOS_KEY, shape: "s-1vcpu-1gb" }),
     invalid: { config: { shape: "s-1vcpu-1gb" }, error: "CreateOS requires an API URL." },
-    probeSummary: /\S/,
+    probeSummary: "CreateOS sandbox creation and command execution succeeded.",
     leftovers: async () => {
       const counts = await createosSandboxesSettled();
       return { sandboxes: counts.sandboxes, liveProcesses: counts.liveProcesses };
@@ -384,8 +387,8 @@ describe.each(Object.keys(PROVIDERS))("%s through the host", (provider) => {
 
   it("execution target: runner.execute streams every execute.log chunk to the host's handler before the reply", async () => {
     const runner = realized.executionTarget.runner;
-    const delivered = [];
-    const late = [];
+    const seen = [];
+    routedExecuteLogs.length = 0;
     const result = await step(`${M.target} runner.execute`, () =>
       runner.execute({
         command: "sh",
@@ -393,18 +396,18 @@ describe.each(Object.keys(PROVIDERS))("%s through the host", (provider) => {
         env: { WHO: "host" },
         timeoutMs: 30_000,
         onLog: (stream, chunk) => {
-          (pendingExecutes.count > 0 ? delivered : late).push({ stream, chunk });
+          seen.push({ stream, chunk });
         },
       }),
     );
     expect(result, `${M.target} runner.execute`).toMatchObject({ exitCode: 3, timedOut: false, stdout: "one host\ntwo\n", stderr: "warn\n" });
-    // The worker manager routes an execute.log chunk to this call's sink only by the call's
-    // invocation id, and only while the call is live; the runner appends whatever did not arrive
-    // live after the reply. So: everything arrived live, and nothing was appended afterwards.
-    expect(late, `${M.workers} execute.log routing: chunks synthesized after the reply`).toEqual([]);
-    const joined = (stream) => delivered.filter((d) => d.stream === stream).map((d) => d.chunk).join("");
-    expect(joined("stdout"), `${M.workers} execute.log routing (stdout)`).toBe(result.stdout);
-    expect(joined("stderr"), `${M.workers} execute.log routing (stderr)`).toBe(result.stderr);
+    // The runner appends, after the reply, whatever its sink did not get live; so the live
+    // routed chunks alone must make up the whole output, and none may come after the reply.
+    const joined = (list, stream) => list.filter((d) => d.stream === stream).map((d) => d.chunk).join("");
+    expect(routedExecuteLogs.filter((d) => d.afterReply), `${M.workers} execute.log routing: chunks after the reply`).toEqual([]);
+    expect(joined(routedExecuteLogs, "stdout"), `${M.workers} execute.log routing by invocation id (stdout)`).toBe(result.stdout);
+    expect(joined(routedExecuteLogs, "stderr"), `${M.workers} execute.log routing by invocation id (stderr)`).toBe(result.stderr);
+    expect(joined(seen, "stdout") + joined(seen, "stderr"), `${M.target} runner.execute onLog`).toBe(result.stdout + result.stderr);
   });
 
   it("worker manager: a direct environmentExecute call with an execution-log sink gets every chunk before the reply", async () => {

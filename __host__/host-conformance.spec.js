@@ -458,9 +458,10 @@ describe.each(Object.keys(PROVIDERS))("%s through the host", (provider) => {
     );
     expect(syncedIn.operations?.[0], `${M.target} runner.syncIn`).toMatchObject({ operationId: "in-1", filesTransferred: 2 });
     const catted = await step(`${M.target} runner.execute (read the synced file)`, () =>
-      runner.execute({ command: "sh", args: ["-c", `cat ${remote}/src/hello.txt; cat ${remote}/src/hello.txt | tr a-z A-Z > ${remote}/out.txt`], timeoutMs: 30_000 }),
+      // No cwd given: the runner runs it in the lease's remote dir, which the plugin must honour.
+      runner.execute({ command: "sh", args: ["-c", "pwd; cat host-suite/src/hello.txt; tr a-z A-Z < host-suite/src/hello.txt > host-suite/out.txt"], timeoutMs: 30_000 }),
     );
-    expect(catted, `${M.target} runner.execute after syncIn`).toMatchObject({ exitCode: 0, stdout: `hello from the host (${provider})\n` });
+    expect(catted, `${M.target} runner.execute in the synced workspace`).toMatchObject({ exitCode: 0, stdout: `${remoteCwd}\nhello from the host (${provider})\n` });
     const syncedOut = await step(`${M.target} runner.syncOut`, () =>
       runner.syncOut([{ operationId: "out-1", files: [{ sourcePath: `${remote}/out.txt`, targetPath: path.join(local, "back/out.txt"), kind: "file" }] }]),
     );

@@ -763,6 +763,8 @@ impl KubernetesProvider {
             .map(|s| s.as_bytes().to_vec())
             .unwrap_or_default();
         request.timeout_ms = remaining;
+        // Issue 15: the result must fit the host's reply line; the live output has it all.
+        request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
 
         // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
         // stream down instead of letting output queue up here.
@@ -784,6 +786,11 @@ impl KubernetesProvider {
                 {
                     sink.execution_log(OutputStream::Stderr, hint.to_string())
                         .await;
+                }
+                // Issue 15: only a cut result says so (the original's metadata has no such key).
+                let mut metadata = metadata;
+                if output.truncated {
+                    metadata["outputTruncated"] = json!(true);
                 }
                 exec_result(output.exit_code, output.stdout, stderr, metadata)
             }

@@ -11,6 +11,25 @@ const CREATEOS: Entry = Entry {
     ..BLANK
 };
 
+const K8S: Entry = Entry {
+    provider: Provider::Kubernetes,
+    ..BLANK
+};
+
+/// Hooks that build a Kubernetes client from the environment's kubeconfig (the probe returns
+/// the message as `metadata.error`).
+const K8S_CLIENT: &[&str] = &[
+    "onEnvironmentProbe",
+    "onEnvironmentAcquireLease",
+    "onEnvironmentResumeLease",
+    "onEnvironmentReleaseLease",
+    "onEnvironmentDestroyLease",
+    "onEnvironmentExecute",
+    "onEnvironmentSyncIn",
+    "onEnvironmentSyncOut",
+    "onLoginPtyOpen",
+];
+
 pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_ACQUIRE_STOPPED_BY_SHUTDOWN",
@@ -34,5 +53,29 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ],
         fix: "List the account's sandboxes in CreateOS and delete the one whose labels contain the `paperclip.ai/acquisition-id` shown in the message (there is at most one); then acquire again.",
         ..CREATEOS
+    },
+    Entry {
+        code: "K8S_KUBECONFIG_TOKEN_INVALID",
+        template: "Kubernetes kubeconfig user token is not a valid HTTP header value (it contains a line break or another control character); paste the token again without them.",
+        hooks: K8S_CLIENT,
+        meaning: "The kubeconfig's user token cannot be sent in an `Authorization` header, so no request to the cluster can be made.",
+        causes: &[
+            "A token pasted with a line break in the middle (copied from a wrapped terminal).",
+            "A token value that holds a control character or non-ASCII text.",
+        ],
+        fix: "Copy the token again as one line (e.g. `kubectl create token <sa>`), put it in the kubeconfig's `users[].user.token` and save the environment.",
+        ..K8S
+    },
+    Entry {
+        code: "K8S_KUBECONFIG_YAML_INVALID",
+        template: "Kubernetes kubeconfig could not be read as YAML (${position}): ${reason}; fix it and save the environment again.",
+        hooks: K8S_CLIENT,
+        meaning: "The inline kubeconfig is not YAML the client can read; the message gives the line and column and, for a repeated key, says so. The parser's own text is not shown because it quotes the kubeconfig's lines, secrets included.",
+        causes: &[
+            "A key given twice in one mapping (for example two `token:` lines, or a second `kind:` after pasting two files together).",
+            "Broken indentation or an unclosed bracket or quote.",
+        ],
+        fix: "Open the kubeconfig at the given line and column, remove the duplicate or fix the syntax (`kubectl config view --kubeconfig FILE` shows whether it parses), and save the environment again.",
+        ..K8S
     },
 ];

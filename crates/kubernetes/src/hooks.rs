@@ -657,10 +657,21 @@ impl KubernetesProvider {
                 timeout_ms: effective_timeout_ms,
                 poll_ms: EXECUTE_POLL_MS,
             };
-            match orchestrator
-                .wait_for_completion(api, self.clock(), &namespace, &lease_id, options)
-                .await
-            {
+            // Issue 15: the deadline holds even while one of the polls hangs (an API server
+            // that accepts the request and never answers): same result as a readiness timeout.
+            let wait =
+                orchestrator.wait_for_completion(api, self.clock(), &namespace, &lease_id, options);
+            let waited =
+                tokio::time::timeout(std::time::Duration::from_millis(effective_timeout_ms), wait)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ClusterError::SandboxReadyTimeout {
+                            namespace: namespace.clone(),
+                            name: lease_id.clone(),
+                            timeout_ms: effective_timeout_ms,
+                        })
+                    });
+            match waited {
                 Ok(_) => self.ready().insert(&lease_id),
                 Err(ClusterError::SandboxReadyTimeout { .. }) => {
                     return Ok(json!({

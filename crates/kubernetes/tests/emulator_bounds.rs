@@ -124,3 +124,31 @@ async fn a_command_that_exits_without_reading_its_stdin_returns_at_once() {
     assert_eq!(read["stdout"].as_str().unwrap().trim(), "3145728", "{read}");
     bed.emu.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_server_that_never_answers_the_readiness_poll_times_out_on_the_deadline() {
+    let bed = Bed::start().await;
+    // A fresh worker has not seen the lease ready; every Sandbox GET now hangs for 10 minutes.
+    let fresh = KubernetesProvider::new();
+    bed.emu.add_fault(
+        serde_json::from_value(json!({"method": "GET",
+            "path": "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*",
+            "times": 0, "action": {"kind": "delay", "ms": 600_000}}))
+        .unwrap(),
+    );
+    let params = json!({"config": bed.config, "companyId": "c-1", "lease": bed.lease,
+        "timeoutMs": 1500, "command": "echo", "args": ["hi"]});
+    let result = fresh.execute(&params, &NullSink).await.expect("execute");
+    assert_eq!(result["timedOut"], true, "{result}");
+    assert_eq!(result["exitCode"], Value::Null);
+    assert_eq!(
+        result["stderr"],
+        "Sandbox pod did not become Ready within 1500ms"
+    );
+    assert!(
+        bed.emu.faults().iter().any(|f| f.fired > 0),
+        "the hang was hit"
+    );
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}

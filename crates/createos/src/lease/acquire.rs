@@ -68,7 +68,8 @@ pub(crate) async fn acquire(
         && (truthy(params.get("issueId")) || truthy(params.get("executionWorkspaceId"))))
     .then_some(config.auto_pause_after_seconds);
     let acquisition = random_uuid();
-    let created: Result<String> = match &config.snapshot {
+    // The label that finds the sandbox should its create reply be lost (client/sandboxes.rs).
+    let id = match &config.snapshot {
         Some(snapshot) => {
             client
                 .fork_sandbox(
@@ -78,7 +79,7 @@ pub(crate) async fn acquire(
                     effective_auto_pause,
                     Some(&acquisition),
                 )
-                .await
+                .await?
         }
         None => {
             client
@@ -89,10 +90,9 @@ pub(crate) async fn acquire(
                     effective_auto_pause,
                     Some(&acquisition),
                 )
-                .await
+                .await?
         }
     };
-    let id = created?;
     let marker = random_uuid();
     if let Err(error) = prepare_workspace(&client, &id, &marker, &signal).await {
         if client

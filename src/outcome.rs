@@ -40,9 +40,18 @@ pub struct Outcome {
 
 /// A hook's params from the JSON text the facade sent, or the failed outcome's JSON text to
 /// return. The facade always sends `JSON.stringify(params ?? null)`, so a failure here is a bug
-/// in the facade, reported as one.
+/// in the facade, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
+/// `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node writes it
+/// wherever a string becomes UTF-8 ([`sandbox_core::json::lone_surrogates_replaced`]); that
+/// second pass runs only when the first parse failed.
 pub fn parse_params(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|error| {
+    let parsed = serde_json::from_str(text).or_else(|error| {
+        match sandbox_core::json::lone_surrogates_replaced(text) {
+            Some(repaired) => serde_json::from_str(&repaired),
+            None => Err(error),
+        }
+    });
+    parsed.map_err(|error| {
         Outcome::error(ProviderError::new(format!(
             "paperclip-sandbox-native internal error: hook params are not JSON ({error})"
         )))

@@ -107,3 +107,17 @@ pub fn interactive_setup_cleanup_unconfirmed(id: &str) -> String {
 pub fn template_kind_unsupported(kind: &str) -> String {
     format!("CreateOS can delete snapshot templates only, not {kind}.")
 }
+
+// Beyond the original (catalogued in `error_catalog`'s extension table): the original could
+// leave a sandbox behind in these cases; this implementation cleans up and says so.
+
+/// An acquire or probe that worker shutdown stopped; what it had created was deleted.
+pub const ACQUIRE_STOPPED_BY_SHUTDOWN: &str =
+    "CreateOS lease acquisition was stopped by worker shutdown; nothing was left behind.";
+
+/// A create whose reply was lost, when finding or deleting the sandbox by its label failed too.
+pub fn creation_cleanup_unconfirmed(acquisition: &str) -> String {
+    format!(
+        "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete any sandbox labelled paperclip.ai/acquisition-id={acquisition}."
+    )
+}

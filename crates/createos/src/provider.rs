@@ -93,8 +93,10 @@ impl CreateOsProvider {
     }
 
     /// `onEnvironmentProbe`: `{ok, summary}`; rejects only when deleting the probe sandbox fails.
+    /// Shutdown stops it; its sandbox is deleted all the same.
     pub async fn probe(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
-        probe::probe(&self.clients, params).await
+        let _running = self.state.begin_acquisition()?;
+        probe::probe(&self.clients, params, self.state.stop_signal()).await
     }
 
     /// `onEnvironmentAcquireLease`: `{providerLeaseId, metadata}`, cached for sessions.
@@ -103,7 +105,9 @@ impl CreateOsProvider {
         params: &Value,
         _sink: &dyn HostSink,
     ) -> ProviderResult<Value> {
-        let lease = acquire::acquire(&self.clients, params).await?;
+        // Shutdown stops it and waits until what it created is deleted.
+        let _running = self.state.begin_acquisition()?;
+        let lease = acquire::acquire(&self.clients, params, self.state.stop_signal()).await?;
         if let Some(id) = lease.get("providerLeaseId").and_then(Value::as_str) {
             self.state.register_lease(params, id)?;
         }

@@ -41,7 +41,7 @@ async fn probes_actual_process_execution_and_always_deletes_the_sandbox() {
     );
     // A probe lease is disposable even with reuse on.
     assert_eq!(
-        calls[1].body,
+        without_acquisition_label(&calls[1].body),
         Some(json!({ "shape": SHAPE, "rootfs": "devbox:1", "ingress_enabled": false }))
     );
     assert_eq!(

@@ -2,6 +2,9 @@
 //! with random faults injected through its fault API (5xx, 409, delays, dropped connections,
 //! cut exec streams, malformed/unsuccessful/invalid replies, slow readiness, command timeouts).
 //!
+//! Also (issue 15): creates whose reply is lost after the sandbox was made (`after: true` on
+//! `POST /v1/sandboxes`), and worker shutdowns while an acquire waits on a slow reply.
+//!
 //! Checked: every failure is a catalogued message (`error_catalog::explain`) or an explicitly
 //! allowed pass-through; the canary API key never shows up in an error, a log line, a streamed
 //! chunk or a result; after every acquired lease is destroyed, the emulator has no sandbox and no
@@ -45,23 +48,31 @@ const ROUTES: &[(&str, &str, Option<&str>)] = &[
     ("DELETE", "/v1/sandboxes/*", None),
 ];
 
-/// One random fault rule. Never `after: true` on `POST /v1/sandboxes`: a sandbox created behind a
-/// replaced reply has an ID the client never saw, which no client (nor the original) can clean up.
+/// The routes an acquire waits on, where a shutdown is injected mid-acquire.
+const ACQUIRE_ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/sandboxes"),
+    ("GET", "/v1/sandboxes/*"),
+    ("POST", "/v1/sandboxes/*/exec"),
+    ("PUT", "/v1/sandboxes/*/files"),
+];
+
+/// One random fault rule. `after: true` on `POST /v1/sandboxes` is a create whose reply is lost
+/// after the sandbox was made: the provider finds it by its acquisition label and deletes it
+/// (issue 15), so those are injected as often as on any other route.
 fn random_fault(rng: &mut SoakRng) -> Value {
     let (method, path, query) = *rng.pick(ROUTES);
-    let creates = method == "POST" && path == "/v1/sandboxes";
     let action = match rng.below(10) {
         8 | 9 => {
             let kind = *rng.pick(&["malformedJson", "unsuccessful", "invalidData"]);
-            json!({"kind": kind, "after": !creates && rng.chance(30)})
+            json!({"kind": kind, "after": rng.chance(30)})
         }
         0 | 1 => json!({"kind": "status", "status": *rng.pick(&[500u16, 502, 503, 504])}),
         2 => json!({"kind": "status", "status": 409}),
         3 => {
-            json!({"kind": "status", "status": *rng.pick(&[500u16, 503]), "after": !creates && rng.chance(50)})
+            json!({"kind": "status", "status": *rng.pick(&[500u16, 503]), "after": rng.chance(50)})
         }
         4 | 5 => json!({"kind": "delay", "ms": 20 + rng.below(180)}),
-        6 => json!({"kind": "drop", "after": !creates && rng.chance(30)}),
+        6 => json!({"kind": "drop", "after": rng.chance(30)}),
         _ => {
             if query == Some("stream=true") {
                 json!({"kind": "cutStream", "afterFrames": rng.below(3), "abort": rng.chance(50)})
@@ -84,6 +95,42 @@ fn unconfirmed_sandbox(message: &str) -> Option<&str> {
         .and_then(|(_, rest)| rest.strip_suffix('.'))
 }
 
+/// The acquisition token of "CreateOS sandbox creation could not be confirmed … labelled
+/// paperclip.ai/acquisition-id=${token}."
+fn unconfirmed_label(message: &str) -> Option<&str> {
+    message
+        .split_once("labelled paperclip.ai/acquisition-id=")
+        .and_then(|(_, rest)| rest.strip_suffix('.'))
+}
+
+/// What an operator does with an acquire error that names a sandbox or a label left behind:
+/// finds it and destroys it through the provider. Returns whether there was one.
+async fn destroy_named_orphan(h: &Harness, seed: u64, message: &str) -> bool {
+    h.emu.clear_faults();
+    h.emu.settings().set_transition_delay(Duration::ZERO);
+    let ids: Vec<String> = if let Some(id) = unconfirmed_sandbox(message) {
+        vec![id.to_owned()]
+    } else if let Some(token) = unconfirmed_label(message) {
+        h.emu
+            .sandbox_views()
+            .iter()
+            .filter(|v| v["labels"][createos::client::ACQUISITION_LABEL] == json!(token))
+            .filter_map(|v| v["id"].as_str().map(str::to_owned))
+            .collect()
+    } else {
+        return false;
+    };
+    for id in ids {
+        let orphan = json!({ "providerLeaseId": id, "metadata": {
+            "provider": "createos", "apiUrl": h.emu.base_url(),
+            "companyId": COMPANY, "environmentId": ENVIRONMENT } });
+        let params = h.lease_params(json!({}), &orphan);
+        let destroyed = h.provider.destroy_lease(&params, &*h.sink).await;
+        assert_eq!(destroyed, Ok(None), "seed {seed}: orphan destroy");
+    }
+    true
+}
+
 /// Tallies of what the soak saw, printed at the end.
 #[derive(Default, Debug)]
 struct Tally {
@@ -91,6 +138,8 @@ struct Tally {
     /// Acquires whose cleanup failed as well (the sandbox ID is in the error).
     unconfirmed: usize,
     executed: usize,
+    /// Acquires interrupted by a worker shutdown.
+    shutdowns: usize,
     failures: BTreeMap<String, usize>,
 }
 
@@ -134,6 +183,11 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         }
         let reuse = rng.chance(30);
         let params = h.run_params(json!({ "reuseLease": reuse }));
+        if rng.chance(8) {
+            shutdown_mid_acquire(&h, &mut rng, &mut tally, seed, &params).await;
+            assert_nothing_left(&h, seed, i).await;
+            continue;
+        }
         let lease = h.provider.acquire_lease(&params, &*h.sink).await;
         no_canary(&format!("{lease:?}"));
         match lease {
@@ -146,51 +200,101 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
                 h.emu.clear_faults();
                 h.emu.settings().set_transition_delay(Duration::ZERO);
                 // The documented outcome when the acquire's own cleanup fails too: the error
-                // names the sandbox, which the host must destroy (reference §acquire step 8).
-                if let Some(id) = unconfirmed_sandbox(&error.message) {
+                // names the sandbox (reference §acquire step 8) or, for a create whose reply was
+                // lost, its label; the host (here: the soak) must destroy it.
+                if destroy_named_orphan(&h, seed, &error.message).await {
                     tally.unconfirmed += 1;
-                    let orphan = json!({ "providerLeaseId": id, "metadata": {
-                        "provider": "createos", "apiUrl": h.emu.base_url(),
-                        "companyId": COMPANY, "environmentId": ENVIRONMENT } });
-                    let params = h.lease_params(json!({}), &orphan);
-                    let destroyed = h.provider.destroy_lease(&params, &*h.sink).await;
-                    assert_eq!(
-                        destroyed,
-                        Ok(None),
-                        "seed {seed}, lifecycle {i}: orphan destroy"
-                    );
                 }
             }
         }
-        let faults = h.emu.faults();
-        h.emu.clear_faults();
-        h.emu.settings().set_transition_delay(Duration::ZERO);
-        // Attribute a leak to the lifecycle (and faults) that caused it.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let counts = h.emu.counts();
-            if counts.sandboxes == 0 && counts.live_processes == 0 {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "seed {seed}, lifecycle {i}: leaked {counts:?}; faults {faults:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        assert_nothing_left(&h, seed, i).await;
     }
 
     h.emu.clear_faults();
     println!(
-        "createos soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left their sandbox (ID in the error, destroyed); failures {:#?}",
+        "createos soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left their sandbox (ID in the error, destroyed); {} shutdowns mid-acquire; failures {:#?}",
         started.elapsed(),
         tally.acquired,
         tally.executed,
         tally.unconfirmed,
+        tally.shutdowns,
         tally.failures
     );
     // Zero leaks, and the canary in no log line or streamed chunk.
     h.finish().await;
+}
+
+/// Clears the faults and waits (polling the emulator's state) until no sandbox and no process
+/// is left; a leak is attributed to the lifecycle (and faults) that caused it.
+async fn assert_nothing_left(h: &Harness, seed: u64, i: usize) {
+    let faults = h.emu.faults();
+    h.emu.clear_faults();
+    h.emu.settings().set_transition_delay(Duration::ZERO);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let counts = h.emu.counts();
+        if counts.sandboxes == 0 && counts.live_processes == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "seed {seed}, lifecycle {i}: leaked {counts:?}; faults {faults:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A worker shutdown while an acquire waits on a slow reply, in a worker of its own (shutdown
+/// is for good): the acquire fails (stopped by shutdown, or by the faults before that) and,
+/// when shutdown returns, nothing it created is left.
+async fn shutdown_mid_acquire(
+    h: &Harness,
+    rng: &mut SoakRng,
+    tally: &mut Tally,
+    seed: u64,
+    params: &Value,
+) {
+    let worker = createos::CreateOsProvider::with_options(createos::ProviderOptions {
+        pacer: createos::Pacer::new(Duration::ZERO),
+        host_api_key: createos::HostApiKey::Fixed(None),
+    });
+    let (method, path) = *rng.pick(ACQUIRE_ROUTES);
+    let slow = h.fault(
+        json!({"method": method, "path": path, "nth": 1 + rng.below(2),
+        "action": {"kind": "delay", "ms": 30_000}}),
+    );
+    let acquire = worker.acquire_lease(params, &*h.sink);
+    let stop = async {
+        // Shut down once the slow reply is awaited, or once the acquire is over anyway.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while worker.state().active_acquisitions() > 0
+            && !h.emu.faults().iter().any(|f| f.id == slow && f.fired > 0)
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        worker.shutdown().await
+    };
+    let (acquired, stopped) = tokio::join!(acquire, stop);
+    assert_eq!(stopped, Ok(None), "seed {seed}: shutdown");
+    no_canary(&format!("{acquired:?}"));
+    tally.shutdowns += 1;
+    match acquired {
+        // It finished before the shutdown: the host has the lease and destroys it.
+        Ok(lease) => {
+            tally.acquired += 1;
+            h.emu.clear_faults();
+            let params = h.lease_params(json!({}), &lease);
+            let destroyed = h.provider.destroy_lease(&params, &*h.sink).await;
+            assert_eq!(destroyed, Ok(None), "seed {seed}: destroy");
+        }
+        Err(error) => {
+            tally.failed(seed, "acquire during shutdown", &error.message);
+            if destroy_named_orphan(h, seed, &error.message).await {
+                tally.unconfirmed += 1;
+            }
+        }
+    }
 }
 
 /// Execute, release and destroy one acquired lease (faults still armed until the destroy).

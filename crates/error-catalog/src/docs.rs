@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::{Entry, Provider, provider_entries};
+use crate::{Entry, Provider, beyond_contract_entries, provider_entries};
 
 /// Renders the whole error reference as Markdown. Deterministic: the same table always gives
 /// the same bytes, so a test can tell when the checked-in file is stale.
@@ -44,10 +44,25 @@ pub fn render_markdown() -> String {
             provider.key()
         );
     }
+    let _ = writeln!(
+        out,
+        "- [Beyond the original ({} messages)](#beyond-the-original)",
+        beyond_contract_entries().len()
+    );
     out.push('\n');
-    for provider in [Provider::CreateOs, Provider::Kubernetes] {
-        let entries = provider_entries(provider);
-        let _ = writeln!(out, "## {}\n", provider.title());
+    let sections = [Provider::CreateOs, Provider::Kubernetes]
+        .map(|p| (p.title(), provider_entries(p)))
+        .into_iter()
+        .chain([("Beyond the original", beyond_contract_entries())]);
+    for (title, entries) in sections {
+        let _ = writeln!(out, "## {title}\n");
+        if title == "Beyond the original" {
+            out.push_str(
+                "Messages the original providers never raised: in these cases they left a cloud \
+                 resource behind without saying so, hung, or passed a library's internal text to \
+                 the user.\n\n",
+            );
+        }
         out.push_str("| Code | Message |\n|---|---|\n");
         for e in entries {
             let _ = writeln!(

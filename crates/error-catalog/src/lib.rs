@@ -9,6 +9,7 @@
 //! The providers keep throwing plain errors with the exact catalogued text; nothing here changes
 //! a message. The catalogue only reads them.
 
+mod beyond;
 mod createos;
 mod docs;
 mod kubernetes;
@@ -120,16 +121,24 @@ const BLANK: Entry = Entry {
     fix: "",
 };
 
-/// Every entry: CreateOS first, then Kubernetes, each in contract-file order.
+/// Every entry: CreateOS first, then Kubernetes, each in contract-file order, then the
+/// messages beyond the contract ([`beyond_contract_entries`]).
 pub fn entries() -> &'static [Entry] {
     static ALL: OnceLock<Vec<Entry>> = OnceLock::new();
     ALL.get_or_init(|| {
         createos::ENTRIES
             .iter()
             .chain(kubernetes::ENTRIES.iter())
+            .chain(beyond::ENTRIES.iter())
             .copied()
             .collect()
     })
+}
+
+/// Messages of this implementation that are not contract lines: raised where the original left
+/// a resource behind, hung or leaked a library's text (see `beyond.rs`).
+pub fn beyond_contract_entries() -> &'static [Entry] {
+    beyond::ENTRIES
 }
 
 /// The entries of one provider, in contract-file order.

@@ -657,10 +657,21 @@ impl KubernetesProvider {
                 timeout_ms: effective_timeout_ms,
                 poll_ms: EXECUTE_POLL_MS,
             };
-            match orchestrator
-                .wait_for_completion(api, self.clock(), &namespace, &lease_id, options)
-                .await
-            {
+            // Issue 15: the deadline holds even while one of the polls hangs (an API server
+            // that accepts the request and never answers): same result as a readiness timeout.
+            let wait =
+                orchestrator.wait_for_completion(api, self.clock(), &namespace, &lease_id, options);
+            let waited =
+                tokio::time::timeout(std::time::Duration::from_millis(effective_timeout_ms), wait)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ClusterError::SandboxReadyTimeout {
+                            namespace: namespace.clone(),
+                            name: lease_id.clone(),
+                            timeout_ms: effective_timeout_ms,
+                        })
+                    });
+            match waited {
                 Ok(_) => self.ready().insert(&lease_id),
                 Err(ClusterError::SandboxReadyTimeout { .. }) => {
                     return Ok(json!({
@@ -763,6 +774,8 @@ impl KubernetesProvider {
             .map(|s| s.as_bytes().to_vec())
             .unwrap_or_default();
         request.timeout_ms = remaining;
+        // Issue 15: the result must fit the host's reply line; the live output has it all.
+        request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
 
         // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
         // stream down instead of letting output queue up here.
@@ -784,6 +797,11 @@ impl KubernetesProvider {
                 {
                     sink.execution_log(OutputStream::Stderr, hint.to_string())
                         .await;
+                }
+                // Issue 15: only a cut result says so (the original's metadata has no such key).
+                let mut metadata = metadata;
+                if output.truncated {
+                    metadata["outputTruncated"] = json!(true);
                 }
                 exec_result(output.exit_code, output.stdout, stderr, metadata)
             }

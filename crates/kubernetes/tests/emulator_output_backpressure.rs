@@ -167,10 +167,16 @@ async fn a_slow_host_holds_the_exec_stream_back_and_still_gets_all_of_it() {
     let result = execute.await.unwrap();
     assert_eq!(result["exitCode"], 0, "{}", result["stderr"]);
     assert_eq!(result["timedOut"], false);
+    // The host got all of it live; the result keeps the tail that fits a reply (issue 15).
     let stdout = result["stdout"].as_str().unwrap();
-    assert_eq!(stdout.len(), total);
+    assert_eq!(stdout.len(), kubernetes::exec::RESULT_TAIL_BYTES);
+    assert_eq!(result["metadata"]["outputTruncated"], true);
     assert!(stdout.bytes().all(|b| b == b'a'));
-    assert_eq!(*sink.stdout.lock().unwrap(), stdout);
+    {
+        let streamed = sink.stdout.lock().unwrap();
+        assert_eq!(streamed.len(), total);
+        assert!(streamed.ends_with(stdout));
+    }
     assert_eq!(result["stderr"], "done\n");
     assert_eq!(*sink.stderr.lock().unwrap(), "done\n");
     // Throughout, never more than the bound ahead of the host (the stderr reader may hold its

@@ -44,6 +44,7 @@ impl PodExec for FakeExec {
                 exit_code,
                 stdout,
                 stderr,
+                truncated: false,
             })
         })
     }

@@ -6,6 +6,61 @@
 
 use serde_json::{Map, Value};
 
+/// JSON text whose `\uXXXX` escapes of lone UTF-16 surrogates are replaced by `\ufffd`, or
+/// `None` when it has none.
+///
+/// A JavaScript string may hold an unpaired surrogate (a prompt cut inside an emoji), and
+/// `JSON.stringify` writes one as such an escape: valid JSON, but not Unicode, so serde_json
+/// refuses it. U+FFFD is what Node writes for a lone surrogate wherever a string becomes UTF-8
+/// (the wire, a file, a hash), so the params keep the meaning the original gave them. Escaped
+/// pairs stay. Backslashes only occur inside strings in valid JSON, so no string tracking is
+/// needed.
+pub fn lone_surrogates_replaced(text: &str) -> Option<String> {
+    fn hex4(bytes: &[u8]) -> Option<u16> {
+        let digits = std::str::from_utf8(bytes.get(..4)?).ok()?;
+        u16::from_str_radix(digits, 16).ok()
+    }
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let Some(unit) = hex4(&bytes[i + 2..]) else {
+            i += 2;
+            continue;
+        };
+        let paired_low = || {
+            bytes.get(i + 6) == Some(&b'\\')
+                && bytes.get(i + 7) == Some(&b'u')
+                && hex4(&bytes[(i + 8).min(bytes.len())..])
+                    .is_some_and(|low| (0xDC00..0xE000).contains(&low))
+        };
+        match unit {
+            0xD800..0xDC00 if paired_low() => i += 12,
+            0xD800..0xE000 => {
+                let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                out.push_str(&text[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            _ => i += 6,
+        }
+    }
+    out.map(|mut out| {
+        out.push_str(&text[copied..]);
+        out
+    })
+}
+
 /// Characters JS `String.prototype.trim` removes: WhiteSpace and LineTerminator of ECMA-262.
 pub fn is_js_whitespace(c: char) -> bool {
     matches!(
@@ -193,5 +248,23 @@ mod tests {
         js_assign(&mut map, "__proto__".into(), json!("x"));
         js_assign(&mut map, "k".into(), json!("v"));
         assert_eq!(Value::Object(map), json!({"k": "v"}));
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let fixed = |t: &str| lone_surrogates_replaced(t);
+        assert_eq!(fixed(r#"{"a":"plain \n \u00e9"}"#), None);
+        assert_eq!(fixed(r#"["\ud83d\ude00"]"#), None, "an escaped pair stays");
+        assert_eq!(fixed(r#"["x\ud83d"]"#).as_deref(), Some(r#"["x\ufffd"]"#));
+        assert_eq!(fixed(r#"["\ude00y"]"#).as_deref(), Some(r#"["\ufffdy"]"#));
+        assert_eq!(
+            fixed(r#"{"\ud800":"\udbff\ud83d\ude00\udc00"}"#).as_deref(),
+            Some(r#"{"\ufffd":"\ufffd\ud83d\ude00\ufffd"}"#)
+        );
+        // An escaped backslash followed by the text "ud800" is not an escape.
+        assert_eq!(fixed(r#"["\\ud800"]"#), None);
+        assert_eq!(fixed(r#"["\ud800"#).as_deref(), Some(r#"["\ufffd"#));
+        let parsed: Value = serde_json::from_str(&fixed(r#"{"s":"a\ud800b"}"#).unwrap()).unwrap();
+        assert_eq!(parsed["s"], "a\u{FFFD}b");
     }
 }

@@ -24,7 +24,7 @@ use crate::pacer::Pacer;
 use crate::signal::Signal;
 
 pub(crate) use envelope::{identifier, identifier_str, object};
-pub use sandboxes::{Desired, SandboxInfo};
+pub use sandboxes::{ACQUISITION_LABEL, Desired, SandboxInfo};
 
 /// Where the key for the official endpoint comes from when the config has none.
 #[derive(Debug, Clone, Default)]

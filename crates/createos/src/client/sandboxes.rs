@@ -16,6 +16,11 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// 409 answers to a fork that are retried before the 41st is reported.
 const MAX_FORK_CONFLICTS: u32 = 40;
 
+/// The label every sandbox this provider creates carries: a fresh random token per acquisition,
+/// so that a sandbox whose create reply never arrived can still be found and deleted (the API
+/// has no idempotency key; see `lease::acquire`).
+pub const ACQUISITION_LABEL: &str = "paperclip.ai/acquisition-id";
+
 /// A sandbox as `GET /sandboxes/{id}` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxInfo {
@@ -63,6 +68,7 @@ impl CreateOsClient {
         rootfs: Option<&str>,
         egress: &[String],
         auto_pause_after_seconds: Option<u64>,
+        acquisition: Option<&str>,
     ) -> Result<String> {
         let mut body = Map::new();
         body.insert("shape".into(), json!(self.config.shape));
@@ -79,15 +85,72 @@ impl CreateOsClient {
             body.insert("auto_pause_after_seconds".into(), json!(seconds));
         }
         body.insert("ingress_enabled".into(), json!(false));
-        let data = self
+        if let Some(token) = acquisition {
+            body.insert("labels".into(), json!({ ACQUISITION_LABEL: token }));
+        }
+        let created = self
             .json(
                 Method::POST,
                 "/sandboxes",
                 Some(Value::Object(body)),
                 Some(signal),
             )
-            .await?;
-        identifier(data.get("id"))
+            .await
+            .and_then(|data| identifier(data.get("id")));
+        match (created, acquisition) {
+            (Err(error), Some(token)) => Err(self.delete_unconfirmed_creation(token, error).await),
+            (created, _) => created,
+        }
+    }
+
+    /// After a create or fork request failed: unless the service answered with a 4xx (it
+    /// refused, so nothing was made), deletes every sandbox labelled with acquisition `token`,
+    /// under fresh per-request deadlines (the caller's may be what failed). Returns the error to
+    /// report: the original one, or, when the lookup or a delete fails, one naming the label.
+    async fn delete_unconfirmed_creation(&self, token: &str, error: Error) -> Error {
+        if error
+            .status()
+            .is_some_and(|status| (400..500).contains(&status))
+        {
+            return error;
+        }
+        let cleaned = async {
+            for id in self.sandboxes_of_acquisition(token, None).await? {
+                self.destroy_sandbox(&Value::from(id), None).await?;
+            }
+            Ok::<(), Error>(())
+        };
+        match cleaned.await {
+            Ok(()) => error,
+            Err(_) => Error::msg(messages::creation_cleanup_unconfirmed(token)),
+        }
+    }
+
+    /// The sandboxes labelled with acquisition `token` (`GET /sandboxes?label=…`). The answer is
+    /// checked here as well: only a sandbox whose own `labels` carry the token is returned, so a
+    /// service that ignored the filter could never make us delete someone else's sandbox.
+    pub async fn sandboxes_of_acquisition(
+        &self,
+        token: &str,
+        signal: Option<&Signal>,
+    ) -> Result<Vec<String>> {
+        let selector = format!("{ACQUISITION_LABEL}={token}");
+        let path = format!(
+            "/sandboxes?label={}",
+            super::encode_uri_component(&selector)
+        );
+        let data = self.json(Method::GET, &path, None, signal).await?;
+        let Some(Value::Array(sandboxes)) = data.get("sandboxes") else {
+            return Err(Error::msg(messages::INVALID_RESPONSE));
+        };
+        let ours = sandboxes.iter().filter(|sandbox| {
+            sandbox
+                .get("labels")
+                .and_then(|labels| labels.get(ACQUISITION_LABEL))
+                .and_then(Value::as_str)
+                == Some(token)
+        });
+        ours.map(|sandbox| identifier(sandbox.get("id"))).collect()
     }
 
     /// The requested root filesystem, or the catalog's default (`GET /rootfs`) when none was
@@ -158,6 +221,7 @@ impl CreateOsClient {
         signal: &Signal,
         egress: &[String],
         auto_pause_after_seconds: Option<u64>,
+        acquisition: Option<&str>,
     ) -> Result<String> {
         let source = self.get_sandbox(source_id, Some(signal)).await?;
         if source.status != "paused" {
@@ -170,24 +234,33 @@ impl CreateOsClient {
         } else {
             egress.iter().map(String::as_str).collect()
         };
-        let body = json!({ "start_paused": false, "egress": egress, "ingress_enabled": false });
+        let mut body = json!({ "start_paused": false, "egress": egress, "ingress_enabled": false });
+        if let Some(token) = acquisition {
+            body["labels"] = json!({ ACQUISITION_LABEL: token });
+        }
         let mut conflicts = 0;
-        let data = loop {
+        let forked = loop {
             signal.throw_if_aborted()?;
             match self
                 .json(Method::POST, &path, Some(body.clone()), Some(signal))
                 .await
             {
-                Ok(data) => break data,
+                Ok(data) => break identifier(data.get("id")),
                 // A template can report paused shortly before it becomes forkable.
                 Err(error) if error.is_status(409) && conflicts < MAX_FORK_CONFLICTS => {
                     conflicts += 1;
                     signal.sleep(POLL_INTERVAL).await?;
                 }
-                Err(error) => return Err(error),
+                Err(error) => break Err(error),
             }
         };
-        let id = identifier(data.get("id"))?;
+        let id = match (forked, acquisition) {
+            (Ok(id), _) => id,
+            (Err(error), Some(token)) => {
+                return Err(self.delete_unconfirmed_creation(token, error).await);
+            }
+            (Err(error), None) => return Err(error),
+        };
         let setup = async {
             self.transition(&id, Desired::Running, signal).await?;
             self.set_auto_pause(&id, auto_pause_after_seconds, signal)

@@ -11,6 +11,17 @@
 //!
 //! If 3–5 fail, the sandbox is deleted; when that fails as well the error says cleanup is
 //! unconfirmed and names the sandbox.
+//!
+//! Beyond the original, which could leave a sandbox to nobody in two cases:
+//! - **A create (or fork) whose reply is lost**: the API has no idempotency key, so every new
+//!   sandbox carries a random acquisition token as a label (`paperclip.ai/acquisition-id`).
+//!   When the create fails in a way that does not prove nothing was made (no reply, a cut or
+//!   garbled reply, a 5xx, the deadline), the sandboxes with that label are listed
+//!   (`GET /sandboxes?label=…`) and deleted before the original error is returned; if that fails
+//!   too, the error names the label to look for.
+//! - **Worker shutdown mid-acquire**: the acquire runs under a child of the worker's stop
+//!   signal, so shutdown interrupts it where it is, and the steps above delete what it had made;
+//!   shutdown waits for that (see `state::WorkerState::begin_acquisition`).
 
 use reqwest::Method;
 use sandbox_core::{ProviderError, ProviderResult};
@@ -26,14 +37,20 @@ use crate::messages;
 use crate::signal::Signal;
 
 /// A lease as the hooks return it: `{providerLeaseId, metadata}`.
-pub(crate) async fn acquire(clients: &Clients, params: &Value) -> ProviderResult<Value> {
+///
+/// `stop` is the worker's stop signal (shutdown): the acquire's deadline is a child of it.
+pub(crate) async fn acquire(
+    clients: &Clients,
+    params: &Value,
+    stop: &Signal,
+) -> ProviderResult<Value> {
     // An idle timer cannot promise an expiry.
     if truthy(params.get("requestedExpiresAt")) {
         return Err(ProviderError::new(messages::EXPIRY_UNSUPPORTED));
     }
     let config = parse_config_arg(params.get("config"))?;
     let client = clients.client(&config)?;
-    let signal = Signal::timeout(config.timeout_ms);
+    let signal = stop.with_timeout(config.timeout_ms);
     let adapter_type = params.get("adapterType").and_then(Value::as_str);
     let requested_rootfs = resolve_rootfs(&config, adapter_type);
     let effective_rootfs = match config.snapshot {
@@ -50,10 +67,18 @@ pub(crate) async fn acquire(clients: &Clients, params: &Value) -> ProviderResult
     let effective_auto_pause = (config.reuse_lease
         && (truthy(params.get("issueId")) || truthy(params.get("executionWorkspaceId"))))
     .then_some(config.auto_pause_after_seconds);
+    let acquisition = random_uuid();
+    // The label that finds the sandbox should its create reply be lost (client/sandboxes.rs).
     let id = match &config.snapshot {
         Some(snapshot) => {
             client
-                .fork_sandbox(snapshot, &signal, &effective_egress, effective_auto_pause)
+                .fork_sandbox(
+                    snapshot,
+                    &signal,
+                    &effective_egress,
+                    effective_auto_pause,
+                    Some(&acquisition),
+                )
                 .await?
         }
         None => {
@@ -63,6 +88,7 @@ pub(crate) async fn acquire(clients: &Clients, params: &Value) -> ProviderResult
                     effective_rootfs.as_deref(),
                     &effective_egress,
                     effective_auto_pause,
+                    Some(&acquisition),
                 )
                 .await?
         }

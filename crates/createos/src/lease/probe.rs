@@ -16,14 +16,20 @@ use crate::signal::Signal;
 
 const READY: &str = "paperclip-createos-ready";
 
-pub(crate) async fn probe(clients: &Clients, params: &Value) -> ProviderResult<Value> {
+/// `stop` is the worker's stop signal: shutdown interrupts the probe, which still deletes its
+/// sandbox before it returns.
+pub(crate) async fn probe(
+    clients: &Clients,
+    params: &Value,
+    stop: &Signal,
+) -> ProviderResult<Value> {
     let mut acquired: Option<Value> = None;
     let outcome = async {
         let mut acquire_params = params.clone();
         if let Some(map) = acquire_params.as_object_mut() {
             map.insert("runId".into(), json!("probe"));
         }
-        let lease = acquire(clients, &acquire_params).await?;
+        let lease = acquire(clients, &acquire_params, stop).await?;
         acquired = lease.get("providerLeaseId").cloned();
         let config = parse_config_arg(params.get("config"))?;
         let client = clients.client(&config)?;
@@ -34,7 +40,7 @@ pub(crate) async fn probe(clients: &Clients, params: &Value) -> ProviderResult<V
             map.insert("args".into(), json!([READY]));
             map.insert("cwd".into(), json!(CWD));
         }
-        let signal = Signal::timeout(config.timeout_ms);
+        let signal = stop.with_timeout(config.timeout_ms);
         let result = execute_stream(&client, &exec_params, &signal, None).await?;
         if !result.succeeded() || !result.stdout.contains(READY) {
             return Err(sandbox_core::ProviderError::new(

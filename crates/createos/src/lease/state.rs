@@ -7,6 +7,10 @@
 //!   kept warm until it is destroyed.
 //! - `leases`: leases acquired or resumed by this worker, for login PTY and duplex sessions.
 //! - `sessions`: login PTY and duplex sessions, closed with their lease.
+//! - `acquisitions` (not in the original): acquires and probes in flight. Shutdown stops them
+//!   through [`WorkerState::stop_signal`] and waits until each has deleted what it created: the
+//!   host never learns the lease of an acquire whose reply is abandoned at `process.exit`, so
+//!   a sandbox created then would be left to nobody.
 //!
 //! A scope is `[companyId, environmentId, apiUrl, sha256(apiKey), leaseId]`: the same lease ID
 //! under another account or environment is another scope.
@@ -165,6 +169,8 @@ struct Inner {
     unconfirmed_cleanup: HashSet<String>,
     leases: HashMap<String, CachedLease>,
     sessions: SessionRegistry,
+    /// Acquires and probes in flight, each marked done when it has finished (or undone) its work.
+    acquisitions: HashMap<u64, CancellationToken>,
 }
 
 #[derive(Default)]
@@ -172,6 +178,9 @@ pub struct WorkerState {
     /// Shared with the [`SessionForgetter`]s of running sessions.
     inner: Arc<Mutex<Inner>>,
     next_call: AtomicU64,
+    /// Fired by shutdown, with [`messages::ACQUIRE_STOPPED_BY_SHUTDOWN`] as its reason: the
+    /// parent of every acquire's and probe's signal.
+    stop: Signal,
 }
 
 /// Forgets a session once its process has ended, from the task that followed it (which outlives
@@ -438,18 +447,56 @@ impl WorkerState {
         work(client, call.signal.clone()).await
     }
 
-    /// `onShutdown`: refuses new work, closes every session (failures ignored), aborts and
-    /// awaits every tracked call, and forgets the cached leases.
+    /// Registers an acquire or probe; refused once shutdown has begun (before any request, so
+    /// nothing is created that the host would never hear of). Its signals derive from
+    /// [`WorkerState::stop_signal`]; shutdown waits until the guard is dropped.
+    pub fn begin_acquisition(&self) -> ProviderResult<AcquisitionGuard<'_>> {
+        let mut inner = self.lock();
+        if inner.shutting_down {
+            return Err(ProviderError::new(messages::ACQUIRE_STOPPED_BY_SHUTDOWN));
+        }
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let done = CancellationToken::new();
+        inner.acquisitions.insert(id, done.clone());
+        Ok(AcquisitionGuard {
+            state: self,
+            id,
+            done,
+        })
+    }
+
+    /// The signal shutdown fires: acquires and probes run under children of it.
+    pub fn stop_signal(&self) -> &Signal {
+        &self.stop
+    }
+
+    /// `onShutdown`: refuses new work, stops acquires and probes in flight (each deletes what
+    /// it created), closes every session (failures ignored), aborts and awaits every tracked
+    /// call, waits for the acquires, and forgets the cached leases.
     pub async fn shutdown(&self) {
-        let sessions = {
+        let (sessions, acquisitions) = {
             let mut inner = self.lock();
             inner.shutting_down = true;
-            inner.sessions.take_all()
+            let acquisitions: Vec<CancellationToken> =
+                inner.acquisitions.values().cloned().collect();
+            (inner.sessions.take_all(), acquisitions)
         };
+        self.stop
+            .abort_with(crate::signal::AbortReason::Error(ProviderError::new(
+                messages::ACQUIRE_STOPPED_BY_SHUTDOWN,
+            )));
         futures_util::future::join_all(sessions.iter().map(|e| e.session.close())).await;
         let scopes: Vec<String> = self.lock().active.keys().cloned().collect();
         futures_util::future::join_all(scopes.iter().map(|scope| self.stop_active(scope))).await;
+        for done in acquisitions {
+            done.cancelled().await;
+        }
         self.lock().leases.clear();
+    }
+
+    /// Acquires and probes in flight (for tests and diagnostics).
+    pub fn active_acquisitions(&self) -> usize {
+        self.lock().acquisitions.len()
     }
 
     /// Number of tracked calls (for tests and diagnostics).
@@ -477,6 +524,20 @@ impl Drop for CallGuard<'_> {
             }
         }
         drop(inner);
+        self.done.cancel();
+    }
+}
+
+/// Unregisters an acquire or probe and marks it done, also when its future is dropped.
+pub struct AcquisitionGuard<'a> {
+    state: &'a WorkerState,
+    id: u64,
+    done: CancellationToken,
+}
+
+impl Drop for AcquisitionGuard<'_> {
+    fn drop(&mut self) {
+        self.state.lock().acquisitions.remove(&self.id);
         self.done.cancel();
     }
 }

@@ -128,14 +128,14 @@ pub(crate) async fn start_interactive_setup(
             _ => return Err(ProviderError::new(messages::INVALID_RESOURCE_ID)),
         };
         client
-            .fork_sandbox(source, &signal, &config.egress_allowlist, None)
+            .fork_sandbox(source, &signal, &config.egress_allowlist, None, None)
             .await?
     } else {
         let rootfs = client
             .resolve_rootfs(resolve_rootfs(&config, None).as_deref(), &signal)
             .await?;
         client
-            .create_sandbox(&signal, Some(&rootfs), &config.egress_allowlist, None)
+            .create_sandbox(&signal, Some(&rootfs), &config.egress_allowlist, None, None)
             .await?
     };
     let prepared = async {

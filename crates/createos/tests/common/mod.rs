@@ -333,3 +333,25 @@ impl HostSink for Recorder {
     fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
     fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
 }
+
+/// A create or fork body with its acquisition label checked and taken out: the label must be
+/// exactly `{"paperclip.ai/acquisition-id": <lower-case v4 UUID>}`, and it comes last.
+pub fn without_acquisition_label(body: &Option<Value>) -> Option<Value> {
+    let mut body = body.clone().expect("a JSON body");
+    let map = body.as_object_mut().expect("a JSON object body");
+    assert_eq!(
+        map.keys().next_back().map(String::as_str),
+        Some("labels"),
+        "the labels come last: {map:?}"
+    );
+    let labels = map.remove("labels").expect("labels");
+    let token = labels[createos::client::ACQUISITION_LABEL]
+        .as_str()
+        .unwrap_or_else(|| panic!("no acquisition label in {labels}"));
+    assert_eq!(labels.as_object().map(|m| m.len()), Some(1), "{labels}");
+    assert!(
+        token.len() == 36 && token.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
+        "{token}"
+    );
+    Some(body)
+}

@@ -148,6 +148,19 @@ impl CreateOsEmulator {
         &self.app.settings
     }
 
+    /// The API view (`GET /v1/sandboxes/{id}`) of every sandbox, labels included.
+    pub fn sandbox_views(&self) -> Vec<serde_json::Value> {
+        let all: Vec<_> = self
+            .app
+            .sandboxes
+            .lock()
+            .unwrap()
+            .values()
+            .cloned()
+            .collect();
+        all.iter().map(|sb| sb.view()).collect()
+    }
+
     /// Forces a sandbox's status (e.g. `Paused` to simulate the service's auto-pause).
     pub fn force_status(&self, sandbox_id: &str, status: Status) -> bool {
         self.app.force_status(sandbox_id, status)

@@ -1,10 +1,11 @@
 //! Sandbox lifecycle handlers: create, get, list, delete, patch, pause, resume, fork, egress,
 //! and the rootfs catalog.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::Bytes;
@@ -40,6 +41,42 @@ fn egress_list(v: Option<&Value>) -> Result<Option<Vec<String>>, ApiError> {
             .map(Some),
         Some(_) => Err(bad()),
     }
+}
+
+/// `labels`: an object of non-empty keys (at most 63 characters of `[A-Za-z0-9._/-]`) to
+/// string values of at most 256 characters.
+fn labels(v: Option<&Value>) -> Result<BTreeMap<String, String>, ApiError> {
+    let bad = || ApiError::bad_request("labels must be an object of label names to strings");
+    match v {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| {
+                let key_ok = !k.is_empty()
+                    && k.len() <= 63
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
+                match v {
+                    Value::String(s) if key_ok && s.len() <= 256 => Ok((k.clone(), s.clone())),
+                    _ => Err(bad()),
+                }
+            })
+            .collect(),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// The `label=key=value` selectors of a list query (all must match).
+fn label_selectors(query: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(name, _)| name == "label")
+        .map(|(_, selector)| {
+            selector
+                .split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| ApiError::bad_request("label must be key=value"))
+        })
+        .collect()
 }
 
 fn auto_pause(v: Option<&Value>) -> Result<Option<u64>, ApiError> {
@@ -122,6 +159,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Bytes) -> Result<Response
     let auto_pause_after_seconds = auto_pause(req.get("auto_pause_after_seconds"))?;
     let ingress_enabled = opt_bool(&req, "ingress_enabled")?.unwrap_or(false);
     let env = declared_env(req.get("env"))?;
+    let labels = labels(req.get("labels"))?;
     let id = new_id("sb");
     let root = SandboxRoot::create(&app.bwrap, app.work_dir.join(&id), ROOT_DIRS)?;
     let info = SandboxInfo {
@@ -139,16 +177,29 @@ pub async fn create(State(app): State<Arc<App>>, body: Bytes) -> Result<Response
         env,
         created_at: SystemTime::now(),
         forked_from: None,
+        labels,
     };
     let sb = Arc::new(Sandbox::new(id.clone(), root, info));
     app.sandboxes.lock().unwrap().insert(id, sb.clone());
     Ok(success(StatusCode::CREATED, sb.view()))
 }
 
-pub async fn list(State(app): State<Arc<App>>) -> Response {
+/// `GET /sandboxes[?label=key=value…]`: every sandbox, or those carrying all the labels.
+pub async fn list(
+    State(app): State<Arc<App>>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let selectors = label_selectors(query.as_deref())?;
     let all: Vec<Arc<Sandbox>> = app.sandboxes.lock().unwrap().values().cloned().collect();
-    let views: Vec<Value> = all.iter().map(|s| s.view()).collect();
-    ok(json!({ "sandboxes": views }))
+    let views: Vec<Value> = all
+        .iter()
+        .filter(|s| {
+            let info = s.info.lock().unwrap();
+            selectors.iter().all(|(k, v)| info.labels.get(k) == Some(v))
+        })
+        .map(|s| s.view())
+        .collect();
+    Ok(ok(json!({ "sandboxes": views })))
 }
 
 pub async fn get(
@@ -265,6 +316,7 @@ pub async fn fork(
     let egress = egress_list(req.get("egress"))?;
     let ingress = opt_bool(&req, "ingress_enabled")?;
     let seconds = auto_pause(req.get("auto_pause_after_seconds"))?;
+    let labels = labels(req.get("labels"))?;
     require_status("fork", src.status(), &[Status::Paused, Status::Running])?;
     let new_id = new_id("sb");
     let root = src.root.fork_to(app.work_dir.join(&new_id)).await?;
@@ -289,6 +341,8 @@ pub async fn fork(
             env: s.env.clone(),
             created_at: SystemTime::now(),
             forked_from: Some(src.id.clone()),
+            // Labels belong to the new sandbox's creator, not the template's.
+            labels,
         }
     };
     let sb = Arc::new(Sandbox::new(new_id.clone(), root, info));

@@ -202,6 +202,8 @@ pub struct SandboxInfo {
     pub env: Vec<(String, String)>,
     pub created_at: SystemTime,
     pub forked_from: Option<String>,
+    /// Labels set at creation (`labels` of create or fork), for `GET /sandboxes?label=k=v`.
+    pub labels: BTreeMap<String, String>,
 }
 
 pub struct Sandbox {
@@ -303,6 +305,7 @@ impl Sandbox {
             "auto_pause_after_seconds": info.auto_pause_after_seconds,
             "ingress_enabled": info.ingress_enabled,
             "forked_from": info.forked_from,
+            "labels": info.labels,
             "created_at": rfc3339(info.created_at),
         })
     }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use futures::future::{BoxFuture, try_join3};
+use futures::future::{BoxFuture, try_join, try_join3};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, AttachedProcess};
@@ -53,6 +53,9 @@ pub struct ExecRequest {
     pub timeout_ms: u64,
     pub max_stdout_bytes: Option<u64>,
     pub max_stderr_bytes: Option<u64>,
+    /// Keep only the last this-many bytes of each output stream (cut at a character boundary);
+    /// the live tap still gets every chunk. `None`: keep everything.
+    pub keep_tail_bytes: Option<usize>,
 }
 
 impl ExecRequest {
@@ -66,6 +69,7 @@ impl ExecRequest {
             timeout_ms: 0,
             max_stdout_bytes: None,
             max_stderr_bytes: None,
+            keep_tail_bytes: None,
         }
     }
 
@@ -89,6 +93,8 @@ pub struct ExecOutput {
     pub exit_code: i64,
     pub stdout: String,
     pub stderr: String,
+    /// Whether [`ExecRequest::keep_tail_bytes`] cut the head off either stream.
+    pub truncated: bool,
 }
 
 /// Where live output goes: each decoded chunk, in order. The concatenation of the chunks of a
@@ -105,6 +111,13 @@ pub type OutputTapReceiver = mpsc::Receiver<(OutputStream, String)>;
 
 /// How many chunks (each at most [`READ_CHUNK_BYTES`]) an [`OutputTap`] holds.
 pub const OUTPUT_TAP_CAPACITY: usize = 8;
+
+/// The most bytes of each output stream an execute result keeps: the tail, as CreateOS keeps
+/// it. The host drops a reply line over 128 Mi characters (host contract §2.6), and JSON can
+/// write one byte of output as six characters (`\u0001`), so two streams of 8 MiB stay under
+/// it whatever they hold. The live output still carries every byte; a cut result says
+/// `metadata.outputTruncated: true`.
+pub const RESULT_TAIL_BYTES: usize = 8 * 1024 * 1024;
 
 /// The most bytes one read of an output stream takes (kube-rs's pipe holds no more either).
 pub const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -239,9 +252,27 @@ async fn collect_stream<R: AsyncRead + Unpin>(
     cap_error: impl Fn(u64) -> ExecError,
     tap: Option<&OutputTap>,
 ) -> Result<Vec<u8>, ExecError> {
+    collect_tail(reader, stream, cap, cap_error, tap, None)
+        .await
+        .map(|(bytes, _)| bytes)
+}
+
+/// [`collect_stream`], keeping only the last `keep_tail` bytes (if given) in memory: the head
+/// is dropped as reading goes (the tap has already had it), so a 1 GiB output costs at most
+/// twice the tail. Returns the bytes and whether a head was dropped; a kept tail starts at a
+/// character boundary.
+async fn collect_tail<R: AsyncRead + Unpin>(
+    reader: Option<R>,
+    stream: OutputStream,
+    cap: Option<u64>,
+    cap_error: impl Fn(u64) -> ExecError,
+    tap: Option<&OutputTap>,
+    keep_tail: Option<usize>,
+) -> Result<(Vec<u8>, bool), ExecError> {
     let Some(mut reader) = reader else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), false));
     };
+    let mut dropped: u64 = 0;
     let mut bytes: Vec<u8> = Vec::new();
     let mut chunker = tap.map(|_| Utf8Decoder::keeping_bom());
     loop {
@@ -258,7 +289,7 @@ async fn collect_stream<R: AsyncRead + Unpin>(
         #[cfg(feature = "testing")]
         probe::took(n);
         if let Some(cap) = cap
-            && bytes.len() as u64 > cap
+            && dropped + bytes.len() as u64 > cap
         {
             return Err(cap_error(cap));
         }
@@ -272,9 +303,27 @@ async fn collect_stream<R: AsyncRead + Unpin>(
                 tap_send(tap, (stream, chunk)).await;
             }
         }
+        // Drop the head once the buffer holds two tails (amortised: one move per tail read).
+        if let Some(keep) = keep_tail
+            && (n == 0 || bytes.len() >= keep.saturating_mul(2).max(READ_CHUNK_BYTES))
+            && bytes.len() > keep
+        {
+            let mut cut = bytes.len() - keep;
+            if n == 0 {
+                // The tail starts at a character: skip the continuation bytes of a split one.
+                while cut < bytes.len()
+                    && cut - (bytes.len() - keep) < 3
+                    && bytes[cut] & 0xC0 == 0x80
+                {
+                    cut += 1;
+                }
+            }
+            bytes.drain(..cut);
+            dropped += cut as u64;
+        }
         if n == 0 {
             bytes.shrink_to_fit();
-            return Ok(bytes);
+            return Ok((bytes, dropped > 0));
         }
     }
 }
@@ -406,32 +455,56 @@ pub async fn exec_in_pod(
             }
             Ok::<_, ExecError>(())
         };
-        let stdout = collect_stream(
+        let keep = request.keep_tail_bytes;
+        let stdout = collect_tail(
             process.stdout(),
             OutputStream::Stdout,
             request.max_stdout_bytes,
             |cap| ExecError::Cap(exec_cap_message(OutputStream::Stdout, cap, pod, container)),
             tap,
+            keep,
         );
-        let stderr = collect_stream(
+        let stderr = collect_tail(
             process.stderr(),
             OutputStream::Stderr,
             request.max_stderr_bytes,
             |cap| ExecError::Cap(exec_cap_message(OutputStream::Stderr, cap, pod, container)),
             tap,
+            keep,
         );
         let closed = || ExecError::Transport(connection_closed_message(pod, container, &cmd0));
         let status = process.take_status();
-        let (((), stdout, stderr), status) =
-            complete(status, try_join3(write, stdout, stderr), closed).await?;
+        // The exit status counts as soon as it arrives, whether or not the command read all of
+        // its stdin (one that exits early never will): the write is not awaited after it.
+        let ((stdout, stderr), status) =
+            complete(status, with_input(write, try_join(stdout, stderr)), closed).await?;
         drop(stdin);
         Ok(ExecOutput {
             exit_code: exit_code_from_status(&status),
-            stdout: decode_output(stdout),
-            stderr: decode_output(stderr),
+            stdout: decode_output(stdout.0),
+            stderr: decode_output(stderr.0),
+            truncated: stdout.1 || stderr.1,
         })
     })
     .await
+}
+
+/// Runs the output readers while the stdin `write` goes on beside them: the output decides when
+/// this is done. A stdin write that fails while the output still flows ends nothing either (the
+/// command may well have stopped reading); a connection that closed shows in the status.
+async fn with_input<T>(
+    write: impl Future<Output = Result<(), ExecError>>,
+    output: impl Future<Output = Result<T, ExecError>>,
+) -> Result<T, ExecError> {
+    tokio::pin!(write);
+    tokio::pin!(output);
+    let mut writing = true;
+    loop {
+        tokio::select! {
+            result = &mut output => return result,
+            _ = &mut write, if writing => writing = false,
+        }
+    }
 }
 
 /// The I/O of one streaming exec (`execInPodStreaming`).
@@ -655,6 +728,59 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(at_cap, data);
+    }
+
+    #[tokio::test]
+    async fn a_tail_keeps_the_last_bytes_from_a_character_and_taps_everything() {
+        // 300 KiB of `é` (2 bytes each) then `!`: more than a read chunk, cut to a 1000-byte
+        // tail, whose first byte would be inside an `é`: it starts at the next character.
+        let mut data = "é".repeat(150 * 1024).into_bytes();
+        data.push(b'!');
+        let (tx, mut rx) = output_tap();
+        let collect = collect_tail(
+            Some(&data[..]),
+            OutputStream::Stdout,
+            None,
+            |_| unreachable!(),
+            Some(&tx),
+            Some(1000),
+        );
+        let (collected, streamed) = tokio::join!(collect, async {
+            let mut streamed = String::new();
+            while streamed.len() < data.len() {
+                streamed.push_str(&rx.recv().await.unwrap().1);
+            }
+            streamed
+        });
+        let (tail, truncated) = collected.unwrap();
+        assert!(truncated);
+        assert_eq!(streamed.as_bytes(), &data[..], "the tap has every byte");
+        let text = decode_output(tail);
+        assert_eq!(text.len(), 999);
+        assert!(text.ends_with("éé!"));
+        assert!(text.chars().all(|c| c == 'é' || c == '!'));
+        // Within the tail: whole, not flagged; caps still count every byte.
+        let (all, truncated) = collect_tail(
+            Some(&b"short"[..]),
+            OutputStream::Stdout,
+            None,
+            |_| unreachable!(),
+            None,
+            Some(1001),
+        )
+        .await
+        .unwrap();
+        assert_eq!((all.as_slice(), truncated), (&b"short"[..], false));
+        let capped = collect_tail(
+            Some(&data[..]),
+            OutputStream::Stdout,
+            Some(200_000),
+            |cap| ExecError::Cap(exec_cap_message(OutputStream::Stdout, cap, "p", "agent")),
+            None,
+            Some(1001),
+        )
+        .await;
+        assert!(matches!(capped, Err(ExecError::Cap(_))));
     }
 
     /// An in-memory reader that counts what was taken from it.

@@ -258,7 +258,45 @@ fn transport_message(err: &kube::Error) -> String {
         }
         source = cause.source();
     }
-    message
+    without_library_hints(&message)
+}
+
+/// rustls's text for a TLS stream cut without `close_notify`, which ends in a docs.rs link to
+/// its own manual (issue 15: library internals must not reach users).
+const RUSTLS_UNEXPECTED_EOF: &str = "peer closed connection without sending TLS close_notify: https://docs.rs/rustls/latest/rustls/manual/_03_howto/index.html#unexpected-eof";
+
+/// A transport error's text without what only a Rust developer can act on: rustls's manual
+/// link becomes plain words, and any other docs.rs link is dropped.
+pub fn without_library_hints(text: &str) -> String {
+    let text = text.replace(
+        RUSTLS_UNEXPECTED_EOF,
+        "the API server closed the TLS connection without ending it properly",
+    );
+    text.split(' ')
+        .filter(|word| !word.contains("://docs.rs/"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod library_text_tests {
+    use super::*;
+
+    #[test]
+    fn rustls_links_never_reach_users() {
+        assert_eq!(
+            without_library_hints(&format!("error trying to connect: {RUSTLS_UNEXPECTED_EOF}")),
+            "error trying to connect: the API server closed the TLS connection without ending it properly"
+        );
+        assert_eq!(
+            without_library_hints("bad thing, see https://docs.rs/x/latest/x/ for more"),
+            "bad thing, see for more"
+        );
+        assert_eq!(
+            without_library_hints("tcp connect error: Connection refused (os error 111)"),
+            "tcp connect error: Connection refused (os error 111)"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -116,6 +116,34 @@ fn is_url_like(word: &str) -> bool {
     word.starts_with("https://") || word.starts_with("http://") || word.starts_with("//")
 }
 
+/// A kubeconfig whose user token cannot be sent as an HTTP header (issue 15: tower-http's
+/// panic text `token is not valid header: InvalidHeaderValue` reached users).
+pub const KUBECONFIG_TOKEN_INVALID: &str = "Kubernetes kubeconfig user token is not a valid HTTP header value (it contains a line break or another control character); paste the token again without them.";
+
+/// The message of a kubeconfig the YAML parser refused: where, and what in plain words. The
+/// parser's own text quotes the kubeconfig's lines around the error (secrets included) and
+/// names its own options (`set DuplicateKeyPolicy in Options if acceptable`), so only the
+/// position is taken from it.
+pub fn kubeconfig_yaml_message(parser_text: &str) -> String {
+    let position = parser_text
+        .split_once("line ")
+        .and_then(|(_, rest)| {
+            let (line, rest) = rest.split_once(" column ")?;
+            let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            (line.chars().all(|c| c.is_ascii_digit()) && !line.is_empty() && !column.is_empty())
+                .then(|| format!("line {line}, column {column}"))
+        })
+        .unwrap_or_else(|| "position unknown".to_string());
+    let reason = if parser_text.contains("duplicate mapping key") {
+        "a key appears twice in the same mapping"
+    } else {
+        "it is not a well-formed kubeconfig"
+    };
+    format!(
+        "Kubernetes kubeconfig could not be read as YAML ({position}): {reason}; fix it and save the environment again."
+    )
+}
+
 /// A ready client and what is needed to report about it.
 #[derive(Clone)]
 pub struct KubeClientHandle {
@@ -187,7 +215,8 @@ pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle,
     let config = match source {
         CredentialSource::InCluster => kube::Config::incluster().map_err(|e| scrub(&e))?,
         CredentialSource::Kubeconfig(text) => {
-            let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| scrub(&e))?;
+            let kubeconfig = Kubeconfig::from_yaml(text)
+                .map_err(|e| ApiError::transport(kubeconfig_yaml_message(&e.to_string())))?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| scrub(&e))?
@@ -199,6 +228,14 @@ pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle,
     } else {
         server_url
     };
+    // tower-http panics on a bearer token that is not a header value (a pasted line break):
+    // refuse it here with a message that says what to fix.
+    if let Some(token) = &config.auth_info.token {
+        use secrecy::ExposeSecret;
+        if http::HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).is_err() {
+            return Err(ApiError::transport(KUBECONFIG_TOKEN_INVALID));
+        }
+    }
     let client = kube::Client::try_from(config).map_err(|e| scrub(&e))?;
     Ok(KubeClientHandle {
         client,
@@ -253,5 +290,58 @@ mod tests {
             .unwrap_err();
         assert!(!err.message.contains("CANARY"), "{}", err.message);
         assert_eq!(err.http_status(), None);
+    }
+
+    fn kubeconfig(user: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n{user}\n"
+        )
+    }
+
+    /// Issue 15: library texts (a panic's, a parser's hints and source excerpt) never reach users.
+    #[tokio::test]
+    async fn library_texts_become_messages_a_user_can_act_on() {
+        let err = build_client(&CredentialSource::Kubeconfig(kubeconfig(
+            "    token: \"CANARY-abc\\ndef\"",
+        )))
+        .await
+        .unwrap_err();
+        assert_eq!(err.message, KUBECONFIG_TOKEN_INVALID);
+        assert_eq!(
+            error_catalog::explain(&err.message).map(|e| e.code),
+            Some("K8S_KUBECONFIG_TOKEN_INVALID")
+        );
+        let err = build_client(&CredentialSource::Kubeconfig(kubeconfig(
+            "    token: CANARY-TOKEN-1\n    token: CANARY-TOKEN-2",
+        )))
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "Kubernetes kubeconfig could not be read as YAML (line 17, column 5): a key appears twice in the same mapping; fix it and save the environment again."
+        );
+        let err = build_client(&CredentialSource::Kubeconfig(
+            "users: [ {name: u, user: {token: CANARY}\n".into(),
+        ))
+        .await
+        .unwrap_err();
+        assert!(
+            err.message
+                .starts_with("Kubernetes kubeconfig could not be read as YAML (")
+                && err.message.ends_with(
+                    "): it is not a well-formed kubeconfig; fix it and save the environment again."
+                ),
+            "{}",
+            err.message
+        );
+        assert!(!err.message.contains("CANARY"));
+        assert_eq!(
+            error_catalog::explain(&err.message).map(|e| e.code),
+            Some("K8S_KUBECONFIG_YAML_INVALID")
+        );
+        assert_eq!(
+            kubeconfig_yaml_message("no position here"),
+            "Kubernetes kubeconfig could not be read as YAML (position unknown): it is not a well-formed kubeconfig; fix it and save the environment again."
+        );
     }
 }

@@ -1,0 +1,257 @@
+//! Nothing is left to nobody (issue 15, attack 3, CreateOS half): a create or fork whose reply
+//! is lost is found by its acquisition label and deleted; shutdown during an acquire or a probe
+//! undoes it before the worker exits.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use createos::client::ACQUISITION_LABEL;
+use createos::messages;
+use serde_json::json;
+
+/// The acquisition token of the create (or fork) call in `calls`.
+fn token_of(calls: &[Call], path_suffix: &str) -> String {
+    let create = calls
+        .iter()
+        .find(|c| c.method == "POST" && c.path.ends_with(path_suffix))
+        .unwrap_or_else(|| panic!("no POST …{path_suffix}:\n{}", show(calls)));
+    create.body.as_ref().unwrap()["labels"][ACQUISITION_LABEL]
+        .as_str()
+        .expect("an acquisition label")
+        .to_owned()
+}
+
+fn label_query(token: &str) -> String {
+    format!("/sandboxes?label=paperclip.ai%2Facquisition-id%3D{token}")
+}
+
+/// Waits (polling the emulator's state, not the clock) until `cond` holds.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
+    let h = Harness::start().await;
+    // The sandbox is made, then the connection drops instead of the reply.
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "drop", "after": true}}));
+    let error = h
+        .provider
+        .acquire_lease(&h.run_params(json!({})), &*h.sink)
+        .await
+        .unwrap_err();
+    assert_eq!(error.message, messages::CONNECTION_FAILED);
+    let calls = h.calls();
+    let token = token_of(&calls, "/sandboxes");
+    let lookup = calls
+        .iter()
+        .position(|c| c.is("GET", &label_query(&token)))
+        .unwrap_or_else(|| panic!("no label lookup:\n{}", show(&calls)));
+    assert!(
+        calls[lookup + 1..]
+            .iter()
+            .any(|c| c.method == "DELETE" && c.path.starts_with("/sandboxes/sb")),
+        "the found sandbox is deleted:\n{}",
+        show(&calls)
+    );
+    assert_eq!(h.emu.counts().sandboxes, 0);
+
+    // A reply replaced by a 5xx after the sandbox was made: the same.
+    h.clear_log();
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "status", "status": 502, "after": true}}));
+    let error = h
+        .provider
+        .acquire_lease(&h.run_params(json!({})), &*h.sink)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message,
+        "CreateOS request failed (HTTP 502) during sandbox lifecycle."
+    );
+    assert_eq!(h.emu.counts().sandboxes, 0);
+    assert!(
+        h.calls()
+            .iter()
+            .any(|c| c.path.starts_with("/sandboxes?label="))
+    );
+
+    // A refusal (4xx) proves nothing was made: no lookup.
+    h.clear_log();
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "status", "status": 429}}));
+    let error = h
+        .provider
+        .acquire_lease(&h.run_params(json!({})), &*h.sink)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message,
+        "CreateOS request failed (HTTP 429) during sandbox lifecycle."
+    );
+    assert!(
+        !h.calls()
+            .iter()
+            .any(|c| c.path.starts_with("/sandboxes?label=")),
+        "{}",
+        show(&h.calls())
+    );
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_lookup_names_the_label_to_look_for() {
+    let h = Harness::start().await;
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "drop", "after": true}}));
+    h.fault(json!({"method": "GET", "path": "/v1/sandboxes", "action": {"kind": "status", "status": 503}}));
+    let error = h
+        .provider
+        .acquire_lease(&h.run_params(json!({})), &*h.sink)
+        .await
+        .unwrap_err();
+    let token = token_of(&h.calls(), "/sandboxes");
+    assert_eq!(
+        error.message,
+        messages::creation_cleanup_unconfirmed(&token)
+    );
+    assert_eq!(
+        error_catalog::explain(&error.message).map(|e| e.code),
+        Some("CREATEOS_CREATION_CLEANUP_UNCONFIRMED")
+    );
+    // The label finds exactly the sandbox that was left; an operator (here: the test) deletes it.
+    let views = h.emu.sandbox_views();
+    assert_eq!(views.len(), 1);
+    assert_eq!(views[0]["labels"][ACQUISITION_LABEL], json!(token));
+    let id = views[0]["id"].as_str().unwrap();
+    let orphan = json!({ "providerLeaseId": id, "metadata": {
+        "provider": "createos", "apiUrl": h.emu.base_url(),
+        "companyId": COMPANY, "environmentId": ENVIRONMENT } });
+    h.destroy(&orphan).await;
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
+    let h = Harness::start().await;
+    let template = h.acquire(&h.params(json!({ "runId": "t" }))).await;
+    let template_id = template["providerLeaseId"].as_str().unwrap().to_owned();
+    h.emu
+        .force_status(&template_id, emulator::createos::Status::Paused);
+    h.clear_log();
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/fork", "action": {"kind": "drop", "after": true}}));
+    let error = h
+        .provider
+        .acquire_lease(
+            &h.params_with(json!({ "snapshot": template_id }), json!({ "runId": "r" })),
+            &*h.sink,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.message, messages::CONNECTION_FAILED);
+    let token = token_of(&h.calls(), "/fork");
+    assert!(h.calls().iter().any(|c| c.is("GET", &label_query(&token))));
+    // Only the template is left.
+    assert_eq!(h.emu.counts().sandboxes, 1);
+    h.destroy(&template).await;
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_an_acquire_deletes_its_sandbox_before_it_returns() {
+    let h = Harness::start().await;
+    // The marker upload hangs: the sandbox exists, the acquire has not returned.
+    h.fault(json!({"method": "PUT", "path": "/v1/sandboxes/*/files", "action": {"kind": "delay", "ms": 60_000}}));
+    let params = h.run_params(json!({}));
+    let acquire = h.provider.acquire_lease(&params, &*h.sink);
+    let stop = async {
+        until("the sandbox to exist", || h.emu.counts().sandboxes == 1).await;
+        assert_eq!(h.provider.state().active_acquisitions(), 1);
+        h.provider.shutdown().await
+    };
+    let (acquired, stopped) = tokio::join!(acquire, stop);
+    assert_eq!(stopped, Ok(None));
+    assert_eq!(
+        acquired.unwrap_err().message,
+        messages::ACQUIRE_STOPPED_BY_SHUTDOWN
+    );
+    assert_eq!(
+        error_catalog::explain(messages::ACQUIRE_STOPPED_BY_SHUTDOWN).map(|e| e.code),
+        Some("CREATEOS_ACQUIRE_STOPPED_BY_SHUTDOWN")
+    );
+    // Shutdown returned only after the delete: nothing is left when the worker exits.
+    assert_eq!(h.emu.counts().sandboxes, 0);
+    assert_eq!(h.provider.state().active_acquisitions(), 0);
+    // After shutdown, an acquire is refused before any request.
+    h.clear_log();
+    let refused = h.provider.acquire_lease(&params, &*h.sink).await;
+    assert_eq!(
+        refused.unwrap_err().message,
+        messages::ACQUIRE_STOPPED_BY_SHUTDOWN
+    );
+    let probe = h.provider.probe(&params, &*h.sink).await;
+    assert_eq!(
+        probe.unwrap_err().message,
+        messages::ACQUIRE_STOPPED_BY_SHUTDOWN
+    );
+    assert!(h.calls().is_empty(), "{}", show(&h.calls()));
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_a_create_finds_the_sandbox_by_its_label() {
+    let h = Harness::start().await;
+    // The create is answered late: shutdown stops the acquire while the reply is awaited.
+    h.fault(
+        json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "delay", "ms": 400}}),
+    );
+    let params = h.run_params(json!({}));
+    let acquire = h.provider.acquire_lease(&params, &*h.sink);
+    let stop = async {
+        until("the create to be sent", || {
+            h.emu.faults().iter().any(|f| f.fired == 1)
+        })
+        .await;
+        h.provider.shutdown().await
+    };
+    let (acquired, stopped) = tokio::join!(acquire, stop);
+    assert_eq!(stopped, Ok(None));
+    assert_eq!(
+        acquired.unwrap_err().message,
+        messages::ACQUIRE_STOPPED_BY_SHUTDOWN
+    );
+    let calls = h.calls();
+    let token = token_of(&calls, "/sandboxes");
+    assert!(
+        calls.iter().any(|c| c.is("GET", &label_query(&token))),
+        "{}",
+        show(&calls)
+    );
+    // The aborted request never reached the handler; had it, the lookup would have deleted it.
+    assert_eq!(h.emu.counts().sandboxes, 0);
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_a_probe_still_deletes_its_sandbox() {
+    let h = Harness::start().await;
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/exec", "query": "stream=true", "action": {"kind": "delay", "ms": 60_000}}));
+    let params = h.params(json!({}));
+    let probe = h.provider.probe(&params, &*h.sink);
+    let stop = async {
+        until("the probe command to be sent", || {
+            h.emu.faults().iter().any(|f| f.fired == 1)
+        })
+        .await;
+        h.provider.shutdown().await
+    };
+    let (probed, stopped) = tokio::join!(probe, stop);
+    assert_eq!(stopped, Ok(None));
+    let probed = probed.expect("the probe reports as data");
+    assert_eq!(probed["ok"], json!(false), "{probed}");
+    assert_eq!(h.emu.counts().sandboxes, 0);
+    h.finish().await;
+}

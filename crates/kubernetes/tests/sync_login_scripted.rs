@@ -83,6 +83,7 @@ async fn login_error(provider: &KubernetesProvider) -> String {
             namespace: "paperclip-acme".into(),
             pod_name: Some("stale-pod-name".into()),
             expires_at: None,
+            sandbox_api_version: Default::default(),
             config: KubernetesConfig::parse(&json!({"inCluster": true})).unwrap(),
         },
     );
@@ -169,6 +170,7 @@ async fn an_unresumable_lease_is_forgotten() {
             namespace: "paperclip-acme".into(),
             pod_name: None,
             expires_at: None,
+            sandbox_api_version: Default::default(),
             config: KubernetesConfig::parse(&json!({"inCluster": true})).unwrap(),
         },
     );

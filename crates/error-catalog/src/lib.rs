@@ -2,7 +2,12 @@
 //!
 //! Every catalogued message template of both providers (`shared/contract/*-errors.txt`, one
 //! template per line, `${…}` marking interpolated parts) has exactly one [`Entry`] here, with a
-//! stable code, the hooks that raise it, what it means, its common causes and the fix. From this
+//! stable code, the hooks that raise it, what it means, its common causes and the fix. So does
+//! every other message a hook can throw or return ([`Origin::Addition`]: texts of the original
+//! that the contract list leaves out, such as success summaries, JavaScript runtime errors and
+//! later upstream generations, and the few texts this implementation adds), each saying where it
+//! comes from. A test (`tests/audit.rs`) walks the providers' sources so that no message exists
+//! outside this table. From this
 //! table come [`explain`] (message → entry), the addon's `explainError`, the CLI's `explain`
 //! command and `docs/errors.md` ([`render_markdown`]).
 //!
@@ -78,6 +83,15 @@ impl Kind {
     }
 }
 
+/// Where a catalogued message comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A line of the provider's contract file (`shared/contract/*-errors.txt`).
+    Contract,
+    /// Not a contract line; the text says where it comes from and why a hook surfaces it.
+    Addition(&'static str),
+}
+
 /// One catalogued message.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -98,6 +112,7 @@ pub struct Entry {
     pub causes: &'static [&'static str],
     /// What to do.
     pub fix: &'static str,
+    pub origin: Origin,
 }
 
 impl Entry {
@@ -118,6 +133,7 @@ const BLANK: Entry = Entry {
     meaning: "",
     causes: &[],
     fix: "",
+    origin: Origin::Contract,
 };
 
 /// Every entry: CreateOS first, then Kubernetes, each in contract-file order.
@@ -132,7 +148,7 @@ pub fn entries() -> &'static [Entry] {
     })
 }
 
-/// The entries of one provider, in contract-file order.
+/// The entries of one provider: its contract lines in contract-file order, then its additions.
 pub fn provider_entries(provider: Provider) -> &'static [Entry] {
     match provider {
         Provider::CreateOs => createos::ENTRIES,

@@ -34,7 +34,7 @@ async fn start(versions: &[&str]) -> KubernetesEmulator {
     let mut opts = KubeEmulatorOptions::for_tests();
     opts.sandbox_versions = versions.iter().map(|v| v.to_string()).collect();
     // agent-sandbox v1beta1 reports conditions only.
-    opts.sandbox_phase = !versions.first().is_some_and(|v| *v == "v1beta1");
+    opts.sandbox_phase = versions.first().is_none_or(|v| *v != "v1beta1");
     KubernetesEmulator::start(opts)
         .await
         .expect("emulator starts")
@@ -189,8 +189,7 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
     let exec_request = emu
         .request_log()
         .into_iter()
-        .filter(|r| r.verb.as_deref() == Some("exec"))
-        .next_back()
+        .rfind(|r| r.verb.as_deref() == Some("exec"))
         .unwrap();
     assert!(
         exec_request

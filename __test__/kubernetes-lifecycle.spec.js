@@ -67,7 +67,9 @@ describe("Kubernetes lifecycles through a forked worker", () => {
     const config = configFor("sandbox-cr");
     const lease = await worker.call("environmentAcquireLease", { ...base, config, runId: "run-1" }, { invocation: invocation("inv-acquire") });
     expect(lease.providerLeaseId).toMatch(/^pc-/);
-    expect(lease.metadata).toMatchObject({ backend: "sandbox-cr", namespace: "paperclip-acme" });
+    // G-remoteCwd and G-apiversion: the workspace dir and the Sandbox API version are on the lease
+    // from the start (the emulator serves v1alpha1 only).
+    expect(lease.metadata).toMatchObject({ backend: "sandbox-cr", namespace: "paperclip-acme", remoteCwd: "/workspace", sandboxApiVersion: "v1alpha1" });
 
     const realized = await worker.call(
       "environmentRealizeWorkspace",
@@ -76,8 +78,8 @@ describe("Kubernetes lifecycles through a forked worker", () => {
     );
     expect(realized.cwd).toBe("/workspace");
 
-    // The host keeps the realized workspace on the lease it hands back to sync calls.
-    const workspaceLease = { ...lease, metadata: { ...lease.metadata, remoteCwd: realized.metadata.remoteCwd } };
+    // As the published host does: sync gets the acquired lease, with no realized remoteCwd merged in.
+    const workspaceLease = lease;
     const hostDir = await mkdtemp(path.join(tmpdir(), "k8s-sync-"));
     await mkdir(path.join(hostDir, "app"), { recursive: true });
     await writeFile(path.join(hostDir, "app/run.sh"), "echo synced into the pod\n");
@@ -97,7 +99,14 @@ describe("Kubernetes lifecycles through a forked worker", () => {
       { ...base, config, lease, command: "sh", args: ["-c", "sh /workspace/app/run.sh | tee /workspace/result.txt"], timeoutMs: 30_000 },
       { invocation: invocation("inv-run-synced") },
     );
-    expect(ran).toMatchObject({ exitCode: 0, stdout: "synced into the pod\n" });
+    expect(ran).toMatchObject({ exitCode: 0, signal: null, stdout: "synced into the pod\n" });
+    // G-exec2: the host's cwd is honoured.
+    const inApp = await worker.call(
+      "environmentExecute",
+      { ...base, config, lease, command: "pwd", args: [], cwd: "/workspace/app", timeoutMs: 30_000 },
+      { invocation: invocation("inv-cwd") },
+    );
+    expect(inApp).toMatchObject({ exitCode: 0, signal: null, stdout: "/workspace/app\n" });
     const syncedOut = await worker.call(
       "environmentSyncOut",
       {

@@ -1,6 +1,6 @@
 //! The CreateOS provider's messages, in the order of `shared/contract/createos-errors.txt`.
 
-use crate::{BLANK, Entry, Kind, Provider};
+use crate::{BLANK, Entry, Kind, Origin, Provider};
 
 const CREATEOS: Entry = Entry {
     provider: Provider::CreateOs,
@@ -1159,4 +1159,180 @@ pub(crate) const ENTRIES: &[Entry] = &[
         fix: "Probe again; if it repeats, check the worker log for details and report it.",
         ..CREATEOS
     },
+    // ---- additions: messages a hook surfaces that the contract list leaves out --------------
+    Entry {
+        code: "CREATEOS_JS_PROPERTY_OF_NULLISH",
+        template: "Cannot read properties of ${receiver} (reading '${property}')",
+        hooks: &["any hook of either provider, for a parameter that is null or missing"],
+        meaning: "A hook parameter that must be an object (the lease, the workspace, a session) is null or undefined, so reading one of its fields fails; the text is V8's TypeError.",
+        causes: &[
+            "A host or script calling the hook without the parameter named in the message, or with null.",
+        ],
+        fix: "Pass the parameter the hook expects (see the host contract); the field named in parentheses is the one read.",
+        origin: Origin::Addition(JS_RUNTIME),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_JS_NOT_A_FUNCTION",
+        template: "${value} is not a function",
+        hooks: &["any hook of either provider, for a parameter of the wrong type"],
+        meaning: "A hook parameter that must be a string (or array) has another type, so calling one of its methods fails; the text is V8's TypeError.",
+        causes: &[
+            "A number, boolean or object where the host contract has a string, e.g. a numeric company id.",
+        ],
+        fix: "Pass the parameter with the type the host contract gives it.",
+        origin: Origin::Addition(JS_RUNTIME),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_JS_NOT_ITERABLE",
+        template: "${value} is not iterable",
+        hooks: &[
+            "onEnvironmentExecute",
+            "onEnvironmentSyncIn",
+            "onEnvironmentSyncOut",
+        ],
+        meaning: "A hook parameter that must be an array (`args`, `operations`, `files`) is something else; the text is V8's TypeError.",
+        causes: &["An object or string where the host contract has an array."],
+        fix: "Pass the parameter as a JSON array.",
+        origin: Origin::Addition(JS_RUNTIME),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_NODE_INVALID_BUFFER_ARG",
+        template: "The first argument must be of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object. ${received}",
+        hooks: &["onLoginPtyInput", "onDuplexChannelWrite"],
+        meaning: "Terminal or channel input is not a string; the text is Node's ERR_INVALID_ARG_TYPE from `Buffer.from`.",
+        causes: &["Input data sent as a number, boolean or object."],
+        fix: "Send the input as a string.",
+        origin: Origin::Addition(JS_RUNTIME),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_NODE_INVALID_PATH_ARG",
+        template: "The \"path\" argument must be of type string. Received ${received}",
+        hooks: SYNC,
+        meaning: "A sync mapping's host path is not a string; the text is Node's ERR_INVALID_ARG_TYPE from its `path` module.",
+        causes: &["A `sourcePath` or `targetPath` that is missing, a number or an object."],
+        fix: "Give every sync mapping string `sourcePath` and `targetPath` values.",
+        origin: Origin::Addition(JS_RUNTIME),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_ABORTED_BY_TIMEOUT",
+        template: "The operation was aborted due to timeout",
+        hooks: API,
+        meaning: "A CreateOS API request did not finish within the operation timeout (`timeoutMs`); the text is Node's `AbortSignal.timeout` DOMException, which the original surfaces.",
+        causes: &[
+            "A slow or unreachable CreateOS endpoint.",
+            "A `timeoutMs` too small for the operation.",
+        ],
+        fix: "Check that the CreateOS API is reachable and healthy, or raise `timeoutMs`.",
+        origin: Origin::Addition(
+            "The original's fetch is aborted by `AbortSignal.timeout`, whose DOMException message reaches the host unchanged.",
+        ),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_ABORTED",
+        template: "This operation was aborted",
+        hooks: API,
+        meaning: "A CreateOS API request was aborted before it finished (the worker is shutting down or the call was cancelled); the text is Node's AbortError.",
+        causes: &["The host shut the worker down during the call."],
+        fix: "Retry the call once the worker is running again.",
+        origin: Origin::Addition(
+            "The original's fetch is aborted through an AbortController, whose AbortError message reaches the host unchanged.",
+        ),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_OPERATION_ABORTED",
+        template: "The operation was aborted",
+        hooks: API,
+        meaning: "A CreateOS operation was aborted through its signal without a reason; the text is the DOMException AbortError default.",
+        causes: &["The host shut the worker down during the call."],
+        fix: "Retry the call once the worker is running again.",
+        origin: Origin::Addition(
+            "The default message of an AbortSignal's DOMException in the original's runtime.",
+        ),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_ARCHIVE_WORKER_FAILED",
+        template: "CreateOS archive worker failed.",
+        hooks: SYNC,
+        meaning: "The background task that packs or unpacks a sync archive on the host ended without a result.",
+        causes: &[
+            "The worker is shutting down during the sync.",
+            "An internal failure of the archive task.",
+        ],
+        fix: "Run the sync again; if it repeats, report it with the worker log.",
+        origin: Origin::Addition(
+            "Added by this implementation: sync archives are built and read on a blocking task, whose loss has no counterpart in the original.",
+        ),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_DUPLEX_DATA_NOT_BASE64",
+        template: "CreateOS duplex write data is not canonical base64.",
+        hooks: &["onDuplexChannelWrite"],
+        meaning: "The data of a duplex channel write is not canonical base64, so it cannot be decoded to the bytes to send.",
+        causes: &["Data sent as plain text, or base64 with stray characters or wrong padding."],
+        fix: "Send duplex data as canonical (padded, standard-alphabet) base64.",
+        origin: Origin::Addition(
+            "The vendor fork's duplex channel text for invalid write data; the contract list has no duplex entries for it.",
+        ),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_PROBE_SUCCEEDED",
+        kind: Kind::Returned,
+        template: "CreateOS sandbox creation and command execution succeeded.",
+        hooks: &["onEnvironmentProbe"],
+        meaning: "The probe's summary when it could create a sandbox and run a command in it: the environment works.",
+        causes: &["A working CreateOS environment."],
+        fix: "Nothing to fix: the environment is ready to use.",
+        origin: Origin::Addition(SUMMARY),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_HEALTHY",
+        kind: Kind::Returned,
+        template: "CreateOS provider loaded; probe an environment to check connectivity.",
+        hooks: &["onHealth"],
+        meaning: "The health check's message: the worker runs; it makes no API call, so it says nothing about an environment.",
+        causes: &["A running CreateOS worker."],
+        fix: "Nothing to fix; probe an environment to check it can reach CreateOS.",
+        origin: Origin::Addition(SUMMARY),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_ACQUIRE_STOPPED_BY_SHUTDOWN",
+        template: "CreateOS lease acquisition was stopped by worker shutdown; nothing was left behind.",
+        hooks: &["onEnvironmentAcquireLease", "onEnvironmentProbe"],
+        meaning: "The plugin worker began shutting down while this acquire (or probe) was in flight, or before it started; the sandbox it had created, if any, was deleted before the worker exited.",
+        causes: &[
+            "The host stopped or restarted the plugin (upgrade, disable, host shutdown) during a run start or an environment test.",
+        ],
+        fix: "Nothing to clean up: start the run or the probe again once the plugin is back.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_CREATION_CLEANUP_UNCONFIRMED",
+        template: "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete any sandbox labelled paperclip.ai/acquisition-id=${acquisitionId}.",
+        hooks: &["onEnvironmentAcquireLease", "onEnvironmentProbe"],
+        meaning: "Creating (or forking) the lease's sandbox failed without a definite answer (the reply was lost, cut, garbled or a 5xx, or the deadline passed), so the sandbox may exist; finding it by its acquisition label, or deleting it, failed as well.",
+        causes: &[
+            "The CreateOS API became unreachable or returned errors while the create was answered and again during the cleanup lookup.",
+            "The API key lost access to list or delete sandboxes.",
+        ],
+        fix: "List the account's sandboxes in CreateOS and delete the one whose labels contain the `paperclip.ai/acquisition-id` shown in the message (there is at most one); then acquire again.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..CREATEOS
+    },
 ];
+
+const JS_RUNTIME: &str = "The original raises this as a JavaScript runtime error for a malformed hook parameter; reproduced with the runtime's exact text, as the host would see it from the original.";
+const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
+const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::{Entry, Provider, beyond_contract_entries, provider_entries};
+use crate::{Entry, Provider, provider_entries};
 
 /// Renders the whole error reference as Markdown. Deterministic: the same table always gives
 /// the same bytes, so a test can tell when the checked-in file is stale.
@@ -32,7 +32,11 @@ pub fn render_markdown() -> String {
          whose message is the JSON list of issues), *diagnostic* (an in-pod token inside a sync \
          failure message), *warning* (non-fatal), *session* (ends an \
          open login PTY or duplex session, which the host sees exit with code null), or *internal* (raised by a library routine that \
-         this provider version does not surface to the host; listed for completeness).\n\n",
+         this provider version does not surface to the host; listed for completeness).\n\n\
+         **Origin** says whether a message is a line of the original's contract list, or an \
+         addition to it: a text of the original the list leaves out (a success summary, a \
+         JavaScript runtime error, a client-library error passed through, a later upstream \
+         generation), or one this implementation adds, with the reason.\n\n",
     );
     for provider in [Provider::CreateOs, Provider::Kubernetes] {
         let entries = provider_entries(provider);
@@ -44,25 +48,10 @@ pub fn render_markdown() -> String {
             provider.key()
         );
     }
-    let _ = writeln!(
-        out,
-        "- [Beyond the original ({} messages)](#beyond-the-original)",
-        beyond_contract_entries().len()
-    );
     out.push('\n');
-    let sections = [Provider::CreateOs, Provider::Kubernetes]
-        .map(|p| (p.title(), provider_entries(p)))
-        .into_iter()
-        .chain([("Beyond the original", beyond_contract_entries())]);
-    for (title, entries) in sections {
-        let _ = writeln!(out, "## {title}\n");
-        if title == "Beyond the original" {
-            out.push_str(
-                "Messages the original providers never raised: in these cases they left a cloud \
-                 resource behind without saying so, hung, or passed a library's internal text to \
-                 the user.\n\n",
-            );
-        }
+    for provider in [Provider::CreateOs, Provider::Kubernetes] {
+        let entries = provider_entries(provider);
+        let _ = writeln!(out, "## {}\n", provider.title());
         out.push_str("| Code | Message |\n|---|---|\n");
         for e in entries {
             let _ = writeln!(
@@ -91,7 +80,12 @@ fn render_entry(out: &mut String, e: &Entry) {
         kind_text(e)
     );
     let hooks: Vec<String> = e.hooks.iter().map(|h| hook_text(h)).collect();
-    let _ = writeln!(out, "- **Raised by:** {}\n", hooks.join(", "));
+    let _ = writeln!(out, "- **Raised by:** {}", hooks.join(", "));
+    let origin = match e.origin {
+        crate::Origin::Contract => "the original's contract list".to_string(),
+        crate::Origin::Addition(note) => format!("not in the contract list: {note}"),
+    };
+    let _ = writeln!(out, "- **Origin:** {origin}\n");
     let _ = writeln!(out, "**What it means.** {}\n", e.meaning);
     out.push_str("**Common causes.**\n\n");
     for cause in e.causes {

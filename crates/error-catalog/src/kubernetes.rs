@@ -1,6 +1,6 @@
 //! The Kubernetes provider's messages, in the order of `shared/contract/kubernetes-errors.txt`.
 
-use crate::{BLANK, Entry, Kind, Provider};
+use crate::{BLANK, Entry, Kind, Origin, Provider};
 
 const K8S: Entry = Entry {
     provider: Provider::Kubernetes,
@@ -28,6 +28,19 @@ const ACQUIRE: &[&str] = &["onEnvironmentAcquireLease"];
 const EXECUTE: &[&str] = &["onEnvironmentExecute"];
 const RESUME: &[&str] = &["onEnvironmentResumeLease"];
 const LOGIN: &[&str] = &["onLoginPtyOpen"];
+/// Hooks that build a Kubernetes client from the environment's kubeconfig (the probe returns
+/// the message as `metadata.error`).
+const K8S_CLIENT: &[&str] = &[
+    "onEnvironmentProbe",
+    "onEnvironmentAcquireLease",
+    "onEnvironmentResumeLease",
+    "onEnvironmentReleaseLease",
+    "onEnvironmentDestroyLease",
+    "onEnvironmentExecute",
+    "onEnvironmentSyncIn",
+    "onEnvironmentSyncOut",
+    "onLoginPtyOpen",
+];
 const READY_WAIT: &[&str] = &[
     "onEnvironmentExecute",
     "onEnvironmentResumeLease",
@@ -1272,4 +1285,164 @@ pub(crate) const ENTRIES: &[Entry] = &[
         fix: "Make sure `egressAllowCidrs` covers the FQDNs' addresses, or switch to `egressMode: \"cilium\"`.",
         ..K8S
     },
+    // ---- additions: messages a hook surfaces that the contract list leaves out --------------
+    Entry {
+        code: "K8S_ACQUIRE_CLEANUP_INCOMPLETE",
+        template: "Kubernetes sandbox lease acquisition failed and cleanup was incomplete.",
+        hooks: ACQUIRE,
+        meaning: "A step of the acquire after the Sandbox or Job was created failed (a policy, the per-run Secret, the pod lookup), and deleting what the acquire had created failed too. The underlying errors are left out on purpose: a Secret error can echo the Secret's contents.",
+        causes: &[
+            "The API server failing or refusing both the acquire step and the deletes (RBAC without `delete` on sandboxes/jobs or secrets).",
+            "A network failure in the middle of the acquire.",
+        ],
+        fix: "Look in the tenant namespace for a `pc-…` Sandbox or Job and its `-env` Secret with no lease in Paperclip, delete them (`kubectl delete sandbox,job,secret -l paperclip.io/run-id=<run>`), check the plugin identity may delete them, then retry.",
+        origin: Origin::Addition(
+            "The acquire partial-failure cleanup of the later upstream generation G-sync/egress (kubernetes-errors.md G1, asserted by acquire-cleanup.test.ts @ f2a3b6ea).",
+        ),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_EXIT_137_NOTE",
+        kind: Kind::Returned,
+        template: "${stderr}Exit code 137 usually means the process was killed with SIGKILL, most often by the out-of-memory killer after the container exceeded its memory limit. The Kubernetes exec status reports no signal, so this is not proof of a kill.",
+        hooks: EXECUTE,
+        meaning: "Appended to a command's stderr when it exits with 137 (128 + SIGKILL): the usual cause on Kubernetes is the OOM killer at the container memory limit. Exec reports no signal, so `signal` stays null and this is a hint, not proof.",
+        causes: &[
+            "The command (or the container) used more memory than its limit.",
+            "Something killed the process with SIGKILL, or the command itself exited 137.",
+        ],
+        fix: "Check `kubectl describe pod` for `OOMKilled`; raise `defaultResources.limits.memory` or make the command use less memory.",
+        origin: Origin::Addition(
+            "G-exec2 (plugin-execute.test @ 8cc93d95) requires a note naming SIGKILL and the memory limit and saying the status reports no signal; its exact upstream text is not available, so these words are this implementation's.",
+        ),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_EXIT_143_NOTE",
+        kind: Kind::Returned,
+        template: "${stderr}Exit code 143 usually means the process was stopped with SIGTERM, for example because its pod is being deleted or evicted. The Kubernetes exec status reports no signal, so this is not proof of a termination.",
+        hooks: EXECUTE,
+        meaning: "Appended to a command's stderr when it exits with 143 (128 + SIGTERM): the usual cause is the pod being stopped, deleted or evicted. Exec reports no signal, so `signal` stays null and this is a hint, not proof.",
+        causes: &[
+            "The pod is being deleted or evicted, or its deadline ended it.",
+            "The command itself exited 143.",
+        ],
+        fix: "Check the pod's events (`kubectl describe pod`) for an eviction or deletion; acquire a new lease if the pod is gone.",
+        origin: Origin::Addition(
+            "G-exec2 (plugin-execute.test @ 8cc93d95) requires a note naming SIGTERM; its exact upstream text is not available, so these words are this implementation's.",
+        ),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_PROBE_REACHABLE",
+        kind: Kind::Returned,
+        template: "Kubernetes cluster reachable. Tenant namespace: ${namespace}.",
+        hooks: &["onEnvironmentProbe"],
+        meaning: "The probe's summary when the API server answered its pod list (a missing tenant namespace counts as reachable): the credentials work. It names the tenant namespace leases will use.",
+        causes: &["A reachable cluster and working credentials."],
+        fix: "Nothing to fix; acquire a lease to check the Sandbox API and the tenant provisioning too.",
+        origin: Origin::Addition(SUMMARY),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_HEALTHY",
+        kind: Kind::Returned,
+        template: "Kubernetes sandbox provider plugin healthy",
+        hooks: &["onHealth"],
+        meaning: "The health check's message: the worker runs; it makes no cluster call.",
+        causes: &["A running Kubernetes worker."],
+        fix: "Nothing to fix; probe an environment to check the cluster.",
+        origin: Origin::Addition(SUMMARY),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_API_HTTP_ERROR",
+        template: "HTTP-Code: ${code}\nMessage: ${detail}",
+        hooks: CONFIG,
+        meaning: "The API server answered with an error whose body is not a Kubernetes Status; the text is `@kubernetes/client-node`'s ApiException, which the original passes through (with `code` = the HTTP status).",
+        causes: &[
+            "A proxy or load balancer in front of the API server answering itself (502, 503, 504).",
+            "An API server overloaded or restarting.",
+        ],
+        fix: "Check the API server (and anything in front of it) is healthy and reachable from the Paperclip server, then retry.",
+        origin: Origin::Addition(CLIENT),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_API_REQUIRED_PARAMETER",
+        template: "Required parameter ${key} was null or undefined",
+        hooks: CONFIG,
+        meaning: "An API request was about to be made without a name or namespace it needs; the text is `@kubernetes/client-node`'s own check, as the original raises it.",
+        causes: &["Lease metadata whose namespace or names were removed or set to null."],
+        fix: "Use the lease as the provider returned it, or acquire a new one.",
+        origin: Origin::Addition(CLIENT),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_API_UNKNOWN_STATUS",
+        template: "Unknown API Status Code!",
+        hooks: CONFIG,
+        meaning: "The API server answered with an HTTP status `@kubernetes/client-node` has no mapping for; the original passes the client's text through.",
+        causes: &["Something other than a Kubernetes API server at the kubeconfig's server URL."],
+        fix: "Check the kubeconfig's `server` URL points at the cluster's API server.",
+        origin: Origin::Addition(CLIENT),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_SYNC_TAR_FAILED",
+        template: "Command failed: tar ${args}\n${stderr}",
+        hooks: SYNC,
+        meaning: "The host's `tar` failed while packing or unpacking a sync archive; the text is Node's `execFile` error as the original surfaces it, with tar's stderr.",
+        causes: &[
+            "A source path that cannot be read on the host.",
+            "No `tar` on the host's PATH.",
+        ],
+        fix: "Read tar's message after the command line; fix the host path or install tar.",
+        origin: Origin::Addition(
+            "The original runs the host's tar through Node's execFile; its error text reaches the host unchanged (kubernetes-errors.md §F).",
+        ),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_SYNC_SOURCE_IS_DIRECTORY",
+        template: "EISDIR: illegal operation on a directory, copyfile '${path}'",
+        hooks: &["onEnvironmentSyncIn"],
+        meaning: "A `kind: file` sync-in mapping names a directory on the host; the text is Node's `copyFile` error, as the original surfaces it.",
+        causes: &["A directory mapped with `kind: \"file\"`."],
+        fix: "Map directories with `kind: \"directory\"`.",
+        origin: Origin::Addition(
+            "Node's fs error for copying a directory as a file in the original's sync-in (kubernetes-errors.md §F).",
+        ),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_KUBECONFIG_TOKEN_INVALID",
+        template: "Kubernetes kubeconfig user token is not a valid HTTP header value (it contains a line break or another control character); paste the token again without them.",
+        hooks: K8S_CLIENT,
+        meaning: "The kubeconfig's user token cannot be sent in an `Authorization` header, so no request to the cluster can be made.",
+        causes: &[
+            "A token pasted with a line break in the middle (copied from a wrapped terminal).",
+            "A token value that holds a control character or non-ASCII text.",
+        ],
+        fix: "Copy the token again as one line (e.g. `kubectl create token <sa>`), put it in the kubeconfig's `users[].user.token` and save the environment.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_KUBECONFIG_YAML_INVALID",
+        template: "Kubernetes kubeconfig could not be read as YAML (${position}): ${reason}; fix it and save the environment again.",
+        hooks: K8S_CLIENT,
+        meaning: "The inline kubeconfig is not YAML the client can read; the message gives the line and column and, for a repeated key, says so. The parser's own text is not shown because it quotes the kubeconfig's lines, secrets included.",
+        causes: &[
+            "A key given twice in one mapping (for example two `token:` lines, or a second `kind:` after pasting two files together).",
+            "Broken indentation or an unclosed bracket or quote.",
+        ],
+        fix: "Open the kubeconfig at the given line and column, remove the duplicate or fix the syntax (`kubectl config view --kubeconfig FILE` shows whether it parses), and save the environment again.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..K8S
+    },
 ];
+
+const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
+const CLIENT: &str = "A message of the original's Kubernetes client library (`@kubernetes/client-node` 1.x) that the original passes through (kubernetes-errors.md §F); reproduced for the same cases.";
+const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";

@@ -2,14 +2,18 @@
 //!
 //! Every catalogued message template of both providers (`shared/contract/*-errors.txt`, one
 //! template per line, `${…}` marking interpolated parts) has exactly one [`Entry`] here, with a
-//! stable code, the hooks that raise it, what it means, its common causes and the fix. From this
+//! stable code, the hooks that raise it, what it means, its common causes and the fix. So does
+//! every other message a hook can throw or return ([`Origin::Addition`]: texts of the original
+//! that the contract list leaves out, such as success summaries, JavaScript runtime errors and
+//! later upstream generations, and the few texts this implementation adds), each saying where it
+//! comes from. A test (`tests/audit.rs`) walks the providers' sources so that no message exists
+//! outside this table. From this
 //! table come [`explain`] (message → entry), the addon's `explainError`, the CLI's `explain`
 //! command and `docs/errors.md` ([`render_markdown`]).
 //!
 //! The providers keep throwing plain errors with the exact catalogued text; nothing here changes
 //! a message. The catalogue only reads them.
 
-mod beyond;
 mod createos;
 mod docs;
 mod kubernetes;
@@ -79,6 +83,15 @@ impl Kind {
     }
 }
 
+/// Where a catalogued message comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A line of the provider's contract file (`shared/contract/*-errors.txt`).
+    Contract,
+    /// Not a contract line; the text says where it comes from and why a hook surfaces it.
+    Addition(&'static str),
+}
+
 /// One catalogued message.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -99,6 +112,7 @@ pub struct Entry {
     pub causes: &'static [&'static str],
     /// What to do.
     pub fix: &'static str,
+    pub origin: Origin,
 }
 
 impl Entry {
@@ -119,29 +133,22 @@ const BLANK: Entry = Entry {
     meaning: "",
     causes: &[],
     fix: "",
+    origin: Origin::Contract,
 };
 
-/// Every entry: CreateOS first, then Kubernetes, each in contract-file order, then the
-/// messages beyond the contract ([`beyond_contract_entries`]).
+/// Every entry: CreateOS first, then Kubernetes, each in contract-file order.
 pub fn entries() -> &'static [Entry] {
     static ALL: OnceLock<Vec<Entry>> = OnceLock::new();
     ALL.get_or_init(|| {
         createos::ENTRIES
             .iter()
             .chain(kubernetes::ENTRIES.iter())
-            .chain(beyond::ENTRIES.iter())
             .copied()
             .collect()
     })
 }
 
-/// Messages of this implementation that are not contract lines: raised where the original left
-/// a resource behind, hung or leaked a library's text (see `beyond.rs`).
-pub fn beyond_contract_entries() -> &'static [Entry] {
-    beyond::ENTRIES
-}
-
-/// The entries of one provider, in contract-file order.
+/// The entries of one provider: its contract lines in contract-file order, then its additions.
 pub fn provider_entries(provider: Provider) -> &'static [Entry] {
     match provider {
         Provider::CreateOs => createos::ENTRIES,

@@ -1,6 +1,9 @@
-//! The cluster-facing hooks of [`KubernetesProvider`] (spec §11.5–§11.11), 1bbb5810 behaviour:
-//! acquire does not wait for the Sandbox, records no `remoteCwd`, uses Sandbox API `v1alpha1`
-//! and has no partial-failure cleanup wrapper; exec ignores `cwd`.
+//! The cluster-facing hooks of [`KubernetesProvider`] (spec §11.5–§11.11): 1bbb5810 plus the
+//! generations the crate docs list. Acquire does not wait for the Sandbox; it discovers the
+//! Sandbox API version first (G-apiversion, sandbox-cr only), undoes what it created when a step
+//! after the workload claim fails (G-sync/egress cleanup) and records `remoteCwd: /workspace`
+//! (G-remoteCwd). Execute honours `cwd`, reports `signal: null` and explains exits 137/143
+//! (G-exec2).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,14 +27,16 @@ use crate::builders::{
 use crate::config::{Backend, KubernetesConfig};
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
+use crate::exec::exit_hints::append_exit_status_hint;
 use crate::exec::upload_interceptor::{UploadDecision, base64_encode, flush_script};
 use crate::login::LoginLeaseScope;
 use crate::orchestrate::{
     ClusterError, DestroyLease, PerRunSecret, PollOptions, ResumeCheck, ResumeCheckResult,
     SandboxApiVersion, TenantInput, TenantResourceQuota, WorkloadOrchestrator,
     check_lease_resumable, create_per_run_secret,
-    create_scoped_network_egress_policy_or_release_workload, destroy_lease_resources,
-    ensure_tenant,
+    create_scoped_network_egress_policy_or_release_workload, delete_sandbox_cr_trying_versions,
+    destroy_lease_resources, destroy_lease_resources_trying_versions, ensure_tenant,
+    sandbox_api_version_from_metadata,
 };
 use crate::provider::{
     ConfigStage, INVALID_CONFIG_SUMMARY, KubernetesProvider, config_stage_of_destroy,
@@ -47,8 +52,14 @@ pub const PAPERCLIP_SERVER_NAMESPACE: &str = "paperclip";
 pub const PROBE_FAILED_SUMMARY: &str = "Kubernetes cluster probe failed.";
 /// B7.
 pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
-/// The 1bbb5810 plugin hard-codes the Sandbox API version.
-pub const SANDBOX_API_VERSION: SandboxApiVersion = SandboxApiVersion::V1alpha1;
+/// G-remoteCwd: the workspace dir recorded on every lease at acquire (the Sandbox's emptyDir),
+/// so native sync works before (or without) a realized workspace.
+pub const DEFAULT_REMOTE_CWD: &str = "/workspace";
+/// G1 (G-sync/egress): an acquire failed after its workload was created, and deleting what it
+/// had created failed too. Deliberately without the underlying messages: a Secret create error
+/// may echo the Secret's contents.
+pub const ACQUIRE_CLEANUP_INCOMPLETE: &str =
+    "Kubernetes sandbox lease acquisition failed and cleanup was incomplete.";
 /// The exec floor after the readiness wait.
 pub const EXEC_FLOOR_MS: u64 = 5_000;
 /// Readiness and completion poll of execute.
@@ -125,6 +136,19 @@ impl<'a> LeaseView<'a> {
             .map_or_else(|| run_secret_name(lease_id), str::to_string)
     }
 
+    /// `metadata.sandboxApiVersion` when it is a version this provider can address.
+    pub(crate) fn sandbox_api_version(&self) -> Option<SandboxApiVersion> {
+        sandbox_api_version_from_metadata(self.metadata?.get("sandboxApiVersion"))
+    }
+
+    /// The lease's `remoteCwd` when it is a non-blank string, else [`DEFAULT_REMOTE_CWD`].
+    fn remote_cwd(&self) -> String {
+        self.string("remoteCwd")
+            .filter(|dir| !sandbox_core::json::js_trim(dir).is_empty())
+            .unwrap_or(DEFAULT_REMOTE_CWD)
+            .to_string()
+    }
+
     fn grant(&self) -> ScopedNetworkEgressGrant {
         let network_egress = self
             .metadata
@@ -135,12 +159,20 @@ impl<'a> LeaseView<'a> {
     }
 }
 
-/// `{exitCode, timedOut: false, stdout, stderr, metadata}`. The output strings are moved in
-/// (`json!` would copy them, and stdout can be tens of MiB).
-fn exec_result(exit_code: i64, stdout: String, stderr: String, metadata: Value) -> Value {
+/// `{exitCode, signal: null, timedOut, stdout, stderr, metadata}`: every execute result past
+/// the lease-id check (G-exec2: Kubernetes exec reports no signal, so none is ever claimed). The
+/// output strings are moved in (`json!` would copy them, and stdout can be tens of MiB).
+fn execute_result(
+    exit_code: Value,
+    timed_out: bool,
+    stdout: String,
+    stderr: String,
+    metadata: Value,
+) -> Value {
     let mut result = Map::new();
-    result.insert("exitCode".into(), exit_code.into());
-    result.insert("timedOut".into(), false.into());
+    result.insert("exitCode".into(), exit_code);
+    result.insert("signal".into(), Value::Null);
+    result.insert("timedOut".into(), timed_out.into());
     result.insert("stdout".into(), Value::String(stdout));
     result.insert("stderr".into(), Value::String(stderr));
     result.insert("metadata".into(), metadata);
@@ -182,9 +214,65 @@ pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
     ProviderError::from(err.into())
 }
 
+/// Deletes what a failed acquire created (§11.6 step 12): the workload, and the per-run Secret
+/// by name (it may exist without its owner having been recorded anywhere); the scoped egress
+/// policies go with the workload through their ownerReferences. Returns the error the hook
+/// rejects with: the original one, or [`ACQUIRE_CLEANUP_INCOMPLETE`] if cleaning up failed.
+async fn undo_failed_acquire(
+    api: &dyn crate::cluster::ClusterApi,
+    created: &DestroyLease,
+    err: ClusterError,
+) -> ProviderError {
+    match destroy_lease_resources(api, created).await {
+        Ok(()) => err.into(),
+        Err(_) => ProviderError::new(ACQUIRE_CLEANUP_INCOMPLETE),
+    }
+}
+
 impl KubernetesProvider {
     pub(crate) async fn connect(&self, config: &Config) -> ProviderResult<Connection> {
         self.connector().connect(config).await.map_err(cluster_err)
+    }
+
+    /// `resolveSandboxApiVersion(clients, apiServerUrl(kc))` through the worker's cache.
+    pub(crate) async fn discover_sandbox_api_version(
+        &self,
+        connection: &Connection,
+    ) -> Result<SandboxApiVersion, ClusterError> {
+        let api = connection.api.as_ref();
+        self.api_versions().resolve(api, api.server_url()).await
+    }
+
+    /// The Sandbox API version of an existing sandbox-cr lease: the one its metadata records,
+    /// else a discovery.
+    pub(crate) async fn lease_sandbox_api_version(
+        &self,
+        connection: &Connection,
+        lease: &LeaseView<'_>,
+    ) -> ProviderResult<SandboxApiVersion> {
+        match lease.sandbox_api_version() {
+            Some(version) => Ok(version),
+            None => self
+                .discover_sandbox_api_version(connection)
+                .await
+                .map_err(cluster_err),
+        }
+    }
+
+    /// The versions to delete an existing lease's Sandbox under: the known one, or when it
+    /// cannot be learnt (discovery fails), every supported version in turn.
+    async fn sandbox_versions_to_delete(
+        &self,
+        connection: &Connection,
+        lease: &LeaseView<'_>,
+    ) -> Vec<SandboxApiVersion> {
+        if let Some(version) = lease.sandbox_api_version() {
+            return vec![version];
+        }
+        match self.discover_sandbox_api_version(connection).await {
+            Ok(version) => vec![version],
+            Err(_) => SandboxApiVersion::PREFERENCE.to_vec(),
+        }
     }
 
     /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors.
@@ -243,6 +331,19 @@ impl KubernetesProvider {
             .get("runId")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let is_sandbox = config.backend == Backend::SandboxCr;
+        // G-apiversion: before anything is provisioned, so a cluster without the Sandbox API
+        // is left untouched. The job backend never asks.
+        let sandbox_api_version = if is_sandbox {
+            Some(
+                self.discover_sandbox_api_version(&connection)
+                    .await
+                    .map_err(cluster_err)?,
+            )
+        } else {
+            None
+        };
+        let version = sandbox_api_version.unwrap_or_default();
 
         let tenant = TenantInput {
             namespace: namespace.to_string(),
@@ -273,7 +374,6 @@ impl KubernetesProvider {
             config.image_registry.as_deref(),
         )?;
         let resources = ContainerResources::from_config(config.default_resources.as_ref());
-        let is_sandbox = config.backend == Backend::SandboxCr;
         let image_pull_secrets = Some(config.image_pull_secrets.clone());
         let manifest = if is_sandbox {
             build_sandbox_cr_manifest(&SandboxCrManifestInput {
@@ -291,7 +391,7 @@ impl KubernetesProvider {
                     at_epoch_sec: d.hard_stop_at_epoch_sec,
                     active_deadline_seconds: d.active_deadline_sec,
                 }),
-                api_version: SANDBOX_API_VERSION,
+                api_version: version,
             })?
         } else {
             build_job_manifest(&JobManifestInput {
@@ -309,10 +409,10 @@ impl KubernetesProvider {
                 image_pull_secrets,
             })
         };
-        let orchestrator = WorkloadOrchestrator::for_backend(config.backend, SANDBOX_API_VERSION);
+        let orchestrator = WorkloadOrchestrator::for_backend(config.backend, version);
         let owner_uid = orchestrator.claim(api, namespace, manifest).await?;
         let (owner_api_version, owner_kind) = if is_sandbox {
-            (SANDBOX_API_VERSION.api_version(), "Sandbox")
+            (version.api_version(), "Sandbox")
         } else {
             ("batch/v1", "Job")
         };
@@ -324,87 +424,109 @@ impl KubernetesProvider {
             "controller": false,
             "blockOwnerDeletion": false,
         });
-        let release = || orchestrator.release(api, namespace, &job_name);
+        // G-sync/egress: from here on a failure deletes what this acquire created, since the host
+        // gets no lease id to clean up with.
+        let provisioned = async {
+            let release = || orchestrator.release(api, namespace, &job_name);
 
-        let mut adapter_fqdns: Vec<String> = Vec::new();
-        for fqdn in plan
-            .adapter_defaults
-            .allow_fqdns
-            .iter()
-            .chain(&config.egress_allow_fqdns)
-        {
-            if !adapter_fqdns.contains(fqdn) {
-                adapter_fqdns.push(fqdn.clone());
+            let mut adapter_fqdns: Vec<String> = Vec::new();
+            for fqdn in plan
+                .adapter_defaults
+                .allow_fqdns
+                .iter()
+                .chain(&config.egress_allow_fqdns)
+            {
+                if !adapter_fqdns.contains(fqdn) {
+                    adapter_fqdns.push(fqdn.clone());
+                }
             }
-        }
-        let policy_base = ScopedEgressPolicyInput {
-            namespace: namespace.into(),
-            mode: config.egress_mode,
-            run_id: run_id.into(),
-            workload_name: job_name.clone(),
-            owner_reference,
-            grant: ScopedNetworkEgressGrant {
-                allow_fqdns: adapter_fqdns,
-                allow_cidrs: config.egress_allow_cidrs.clone(),
-            },
-            suffix: Some(ADAPTER_EGRESS_POLICY_SUFFIX.into()),
-            base_rules: Some(ScopedPolicyBaseRules {
-                paperclip_server_namespace: PAPERCLIP_SERVER_NAMESPACE.into(),
-                paperclip_server_pod_selector: Some(config.paperclip_server_pod_selector.clone())
-                    .filter(|s| !s.is_empty()),
-            }),
-        };
-        create_scoped_network_egress_policy_or_release_workload(api, &policy_base, release).await?;
-        let scoped_grant =
-            parse_scoped_network_egress_grant(params.get("executionWorkspaceSettings"));
-        let task_policy = ScopedEgressPolicyInput {
-            grant: scoped_grant.clone(),
-            suffix: None,
-            base_rules: None,
-            ..policy_base
-        };
-        let scoped_policy_name =
-            create_scoped_network_egress_policy_or_release_workload(api, &task_policy, release)
-                .await?;
-
-        let mut adapter_env = build_adapter_env_from_process(&plan.adapter_defaults);
-        assign(
-            &mut adapter_env,
-            "PAPERCLIP_NETWORK_EGRESS_POLICY",
-            "kubernetes-default-deny".into(),
-        );
-        assign(
-            &mut adapter_env,
-            "PAPERCLIP_NETWORK_EGRESS_GRANT_PATH",
-            NETWORK_EGRESS_GRANT_PATH.into(),
-        );
-        assign(
-            &mut adapter_env,
-            "PAPERCLIP_NETWORK_EGRESS_ALLOW_FQDNS",
-            scoped_grant.allow_fqdns.join(","),
-        );
-        assign(
-            &mut adapter_env,
-            "PAPERCLIP_NETWORK_EGRESS_ALLOW_CIDRS",
-            scoped_grant.allow_cidrs.join(","),
-        );
-        create_per_run_secret(
-            api,
-            &PerRunSecret {
+            let policy_base = ScopedEgressPolicyInput {
                 namespace: namespace.into(),
-                secret_name: secret_name.clone(),
+                mode: config.egress_mode,
                 run_id: run_id.into(),
-                owner_kind: owner_kind.into(),
-                owner_api_version: owner_api_version.into(),
-                owner_name: job_name.clone(),
-                owner_uid,
-                bootstrap_token: generate_bootstrap_token(),
-                adapter_env,
-            },
-        )
-        .await?;
+                workload_name: job_name.clone(),
+                owner_reference,
+                grant: ScopedNetworkEgressGrant {
+                    allow_fqdns: adapter_fqdns,
+                    allow_cidrs: config.egress_allow_cidrs.clone(),
+                },
+                suffix: Some(ADAPTER_EGRESS_POLICY_SUFFIX.into()),
+                base_rules: Some(ScopedPolicyBaseRules {
+                    paperclip_server_namespace: PAPERCLIP_SERVER_NAMESPACE.into(),
+                    paperclip_server_pod_selector: Some(
+                        config.paperclip_server_pod_selector.clone(),
+                    )
+                    .filter(|s| !s.is_empty()),
+                }),
+            };
+            create_scoped_network_egress_policy_or_release_workload(api, &policy_base, release)
+                .await?;
+            let scoped_grant =
+                parse_scoped_network_egress_grant(params.get("executionWorkspaceSettings"));
+            let task_policy = ScopedEgressPolicyInput {
+                grant: scoped_grant.clone(),
+                suffix: None,
+                base_rules: None,
+                ..policy_base
+            };
+            let scoped_policy_name =
+                create_scoped_network_egress_policy_or_release_workload(api, &task_policy, release)
+                    .await?;
 
-        let pod_name = orchestrator.find_pod(api, namespace, &job_name).await?;
+            let mut adapter_env = build_adapter_env_from_process(&plan.adapter_defaults);
+            assign(
+                &mut adapter_env,
+                "PAPERCLIP_NETWORK_EGRESS_POLICY",
+                "kubernetes-default-deny".into(),
+            );
+            assign(
+                &mut adapter_env,
+                "PAPERCLIP_NETWORK_EGRESS_GRANT_PATH",
+                NETWORK_EGRESS_GRANT_PATH.into(),
+            );
+            assign(
+                &mut adapter_env,
+                "PAPERCLIP_NETWORK_EGRESS_ALLOW_FQDNS",
+                scoped_grant.allow_fqdns.join(","),
+            );
+            assign(
+                &mut adapter_env,
+                "PAPERCLIP_NETWORK_EGRESS_ALLOW_CIDRS",
+                scoped_grant.allow_cidrs.join(","),
+            );
+            create_per_run_secret(
+                api,
+                &PerRunSecret {
+                    namespace: namespace.into(),
+                    secret_name: secret_name.clone(),
+                    run_id: run_id.into(),
+                    owner_kind: owner_kind.into(),
+                    owner_api_version: owner_api_version.into(),
+                    owner_name: job_name.clone(),
+                    owner_uid,
+                    bootstrap_token: generate_bootstrap_token(),
+                    adapter_env,
+                },
+            )
+            .await?;
+
+            let pod_name = orchestrator.find_pod(api, namespace, &job_name).await?;
+            Ok::<_, ClusterError>((scoped_policy_name, scoped_grant, pod_name))
+        };
+        let (scoped_policy_name, scoped_grant, pod_name) = match provisioned.await {
+            Ok(provisioned) => provisioned,
+            Err(err) => {
+                let created = DestroyLease {
+                    namespace: namespace.to_string(),
+                    name: job_name.clone(),
+                    backend: config.backend,
+                    pod_name: None,
+                    secret_name: Some(secret_name.clone()),
+                    sandbox_api_version: version,
+                };
+                return Err(undo_failed_acquire(api, &created, err).await);
+            }
+        };
         let mut metadata = Map::new();
         metadata.insert("namespace".into(), json!(namespace));
         metadata.insert("jobName".into(), json!(job_name));
@@ -415,6 +537,13 @@ impl KubernetesProvider {
         metadata.insert("scopedNetworkPolicyName".into(), json!(scoped_policy_name));
         metadata.insert("scopedNetworkEgress".into(), scoped_grant.to_json());
         metadata.insert("nativeFileSyncUnsupported".into(), json!(!is_sandbox));
+        if let Some(deadline) = &plan.bounded_deadline {
+            metadata.insert("expiresAt".into(), json!(deadline.expires_at));
+        }
+        metadata.insert("remoteCwd".into(), json!(DEFAULT_REMOTE_CWD));
+        if let Some(version) = sandbox_api_version {
+            metadata.insert("sandboxApiVersion".into(), json!(version.version()));
+        }
         if is_sandbox {
             self.login().remember(
                 &job_name,
@@ -425,18 +554,16 @@ impl KubernetesProvider {
                     namespace: namespace.to_string(),
                     pod_name: pod_name.clone(),
                     expires_at: plan.bounded_deadline.as_ref().map(|d| d.expires_at.clone()),
+                    sandbox_api_version: version,
                     config: config.clone(),
                 },
             );
         }
         let mut result = Map::new();
         result.insert("providerLeaseId".into(), json!(job_name));
+        result.insert("metadata".into(), Value::Object(metadata));
         if let Some(deadline) = &plan.bounded_deadline {
-            metadata.insert("expiresAt".into(), json!(deadline.expires_at));
-            result.insert("metadata".into(), Value::Object(metadata));
             result.insert("expiresAt".into(), json!(deadline.expires_at));
-        } else {
-            result.insert("metadata".into(), Value::Object(metadata));
         }
         Ok(Value::Object(result))
     }
@@ -454,12 +581,16 @@ impl KubernetesProvider {
             .to_string();
         let secret_name = lease.secret_name(&lease_id);
         let connection = self.connect(&config).await?;
+        let sandbox_api_version = match backend {
+            Backend::SandboxCr => Some(self.lease_sandbox_api_version(&connection, &lease).await?),
+            Backend::Job => None,
+        };
         let check = ResumeCheck {
             namespace: namespace.clone(),
             name: lease_id.clone(),
             backend,
             ready_wait: ResumeCheck::DEFAULT_READY_WAIT,
-            sandbox_api_version: SANDBOX_API_VERSION,
+            sandbox_api_version: sandbox_api_version.unwrap_or_default(),
         };
         let result = check_lease_resumable(connection.api.as_ref(), self.clock(), &check).await?;
         let (pod_name, phase) = match result {
@@ -494,6 +625,10 @@ impl KubernetesProvider {
         if let Some(expires_at) = lease.string("expiresAt").filter(|s| !s.is_empty()) {
             metadata.insert("expiresAt".into(), json!(expires_at));
         }
+        metadata.insert("remoteCwd".into(), json!(lease.remote_cwd()));
+        if let Some(version) = sandbox_api_version {
+            metadata.insert("sandboxApiVersion".into(), json!(version.version()));
+        }
         metadata.insert("resumedLease".into(), json!(true));
         if backend == Backend::SandboxCr
             && let Some(pod) = pod_name.as_ref().filter(|p| !p.is_empty())
@@ -510,6 +645,7 @@ impl KubernetesProvider {
                         .string("expiresAt")
                         .filter(|s| !s.is_empty())
                         .map(str::to_string),
+                    sandbox_api_version: check.sandbox_api_version,
                     config: config.clone(),
                 },
             );
@@ -536,11 +672,19 @@ impl KubernetesProvider {
         self.uploads().remove(&lease_id);
         self.ready().remove(&lease_id);
         self.login().forget(&lease_id);
-        let orchestrator = WorkloadOrchestrator::for_backend(backend, SANDBOX_API_VERSION);
-        match orchestrator
-            .release(connection.api.as_ref(), &namespace, &lease_id)
-            .await
-        {
+        let api = connection.api.as_ref();
+        let released = match backend {
+            Backend::Job => {
+                WorkloadOrchestrator::Job
+                    .release(api, &namespace, &lease_id)
+                    .await
+            }
+            Backend::SandboxCr => {
+                let versions = self.sandbox_versions_to_delete(&connection, &lease).await;
+                delete_sandbox_cr_trying_versions(api, &versions, &namespace, &lease_id).await
+            }
+        };
+        match released {
             Ok(()) => Ok(None),
             Err(err) if err.is_not_found() => Ok(None),
             Err(err) => Err(err.into()),
@@ -570,18 +714,20 @@ impl KubernetesProvider {
         self.ready().remove(&lease_id);
         self.login().forget(&lease_id);
         let connection = self.connect(&config).await?;
-        destroy_lease_resources(
-            connection.api.as_ref(),
-            &DestroyLease {
-                namespace,
-                name: lease_id,
-                backend,
-                pod_name,
-                secret_name: Some(secret_name),
-                sandbox_api_version: SANDBOX_API_VERSION,
-            },
-        )
-        .await?;
+        let versions = match backend {
+            Backend::SandboxCr => self.sandbox_versions_to_delete(&connection, &lease).await,
+            Backend::Job => vec![SandboxApiVersion::default()],
+        };
+        let resources = DestroyLease {
+            namespace,
+            name: lease_id,
+            backend,
+            pod_name,
+            secret_name: Some(secret_name),
+            sandbox_api_version: versions[0],
+        };
+        destroy_lease_resources_trying_versions(connection.api.as_ref(), &resources, &versions)
+            .await?;
         Ok(None)
     }
 
@@ -646,7 +792,9 @@ impl KubernetesProvider {
         }
 
         let api = connection.api.as_ref();
-        let orchestrator = WorkloadOrchestrator::SandboxCr(SANDBOX_API_VERSION);
+        let orchestrator = WorkloadOrchestrator::SandboxCr(
+            self.lease_sandbox_api_version(&connection, &lease).await?,
+        );
         let started = self.clock().now_ms();
         let base_metadata = json!({
             "provider": "kubernetes", "backend": "sandbox-cr",
@@ -674,11 +822,13 @@ impl KubernetesProvider {
             match waited {
                 Ok(_) => self.ready().insert(&lease_id),
                 Err(ClusterError::SandboxReadyTimeout { .. }) => {
-                    return Ok(json!({
-                        "exitCode": null, "timedOut": true, "stdout": "",
-                        "stderr": sandbox_not_ready_message(effective_timeout_ms),
-                        "metadata": base_metadata,
-                    }));
+                    return Ok(execute_result(
+                        Value::Null,
+                        true,
+                        String::new(),
+                        sandbox_not_ready_message(effective_timeout_ms),
+                        base_metadata,
+                    ));
                 }
                 Err(err) => return Err(err.into()),
             }
@@ -692,10 +842,13 @@ impl KubernetesProvider {
             pod_name = orchestrator.find_pod(api, &namespace, &lease_id).await?;
         }
         let Some(pod_name) = pod_name.filter(|p| !p.is_empty()) else {
-            return Ok(json!({
-                "exitCode": 1, "timedOut": false, "stdout": "",
-                "stderr": SANDBOX_POD_UNRESOLVED, "metadata": base_metadata,
-            }));
+            return Ok(execute_result(
+                json!(1),
+                false,
+                String::new(),
+                SANDBOX_POD_UNRESOLVED.into(),
+                base_metadata,
+            ));
         };
         let mut metadata = base_metadata;
         metadata["podName"] = json!(pod_name);
@@ -721,10 +874,13 @@ impl KubernetesProvider {
             match self.uploads().decide(&lease_id, script) {
                 UploadDecision::Ack { .. } => {
                     metadata["fastUpload"] = json!("ack");
-                    return Ok(json!({
-                        "exitCode": 0, "timedOut": false, "stdout": "", "stderr": "",
-                        "metadata": metadata,
-                    }));
+                    return Ok(execute_result(
+                        json!(0),
+                        false,
+                        String::new(),
+                        String::new(),
+                        metadata,
+                    ));
                 }
                 UploadDecision::Flush {
                     target_path,
@@ -743,13 +899,21 @@ impl KubernetesProvider {
                     return Ok(match connection.exec.exec(request, None).await {
                         Ok(output) => {
                             metadata["uploadedBytes"] = json!(payload.len());
-                            exec_result(output.exit_code, output.stdout, output.stderr, metadata)
+                            execute_result(
+                                json!(output.exit_code),
+                                false,
+                                output.stdout,
+                                output.stderr,
+                                metadata,
+                            )
                         }
-                        Err(err) => json!({
-                            "exitCode": null, "timedOut": true, "stdout": "",
-                            "stderr": format!("fast-upload flush failed: {err}"),
-                            "metadata": metadata,
-                        }),
+                        Err(err) => execute_result(
+                            Value::Null,
+                            true,
+                            String::new(),
+                            format!("fast-upload flush failed: {err}"),
+                            metadata,
+                        ),
                     });
                 }
                 // 1bbb5810 does not branch on an over-cap `error`: the chunk command runs in
@@ -762,7 +926,7 @@ impl KubernetesProvider {
             (false, true) => vec!["/bin/sh".into(), "-lc".into(), command],
             (true, _) => vec!["/bin/sh".into(), "-l".into()],
         };
-        let argv = wrap_command_with_env(&base_argv, params.get("env"));
+        let argv = wrap_command_with_env(&base_argv, params.get("env"), params.get("cwd"));
         let elapsed = self.clock().now_ms().saturating_sub(started);
         let remaining = effective_timeout_ms
             .saturating_sub(elapsed)
@@ -789,8 +953,9 @@ impl KubernetesProvider {
         let (outcome, ()) = tokio::join!(run, forward);
         Ok(match outcome {
             Ok(output) => {
-                let stderr = append_network_egress_deny_hint(&output.stderr, &grant);
-                // The hint is part of the result's stderr: stream it too, so the streamed
+                let explained = append_exit_status_hint(output.stderr.clone(), output.exit_code);
+                let stderr = append_network_egress_deny_hint(&explained, &grant);
+                // The notes are part of the result's stderr: stream them too, so the streamed
                 // text stays the returned text.
                 if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
                     && !hint.is_empty()
@@ -803,13 +968,21 @@ impl KubernetesProvider {
                 if output.truncated {
                     metadata["outputTruncated"] = json!(true);
                 }
-                exec_result(output.exit_code, output.stdout, stderr, metadata)
+                execute_result(
+                    json!(output.exit_code),
+                    false,
+                    output.stdout,
+                    stderr,
+                    metadata,
+                )
             }
-            Err(err) => json!({
-                "exitCode": null, "timedOut": true, "stdout": "",
-                "stderr": append_network_egress_deny_hint(&err.to_string(), &grant),
-                "metadata": metadata,
-            }),
+            Err(err) => execute_result(
+                Value::Null,
+                true,
+                String::new(),
+                append_network_egress_deny_hint(&err.to_string(), &grant),
+                metadata,
+            ),
         })
     }
 
@@ -857,16 +1030,15 @@ impl KubernetesProvider {
             Some(s) if s.phase.as_str() == "Succeeded" => json!(0),
             Some(_) => json!(1),
         };
-        let mut result = json!({
-            "exitCode": exit_code, "timedOut": timed_out, "stdout": "",
-            "stderr": append_network_egress_deny_hint("", grant),
-            "metadata": {
+        Ok(execute_result(
+            exit_code,
+            timed_out,
+            stdout,
+            append_network_egress_deny_hint("", grant),
+            json!({
                 "provider": "kubernetes", "backend": "job", "namespace": namespace,
                 "jobName": lease_id, "podName": pod_name, "phase": phase,
-            },
-        });
-        // Moved in, not copied by `json!` (the key keeps its place).
-        result["stdout"] = Value::String(stdout);
-        Ok(result)
+            }),
+        ))
     }
 }

@@ -1,6 +1,35 @@
-//! The Kubernetes sandbox provider (upstream paperclipai/paperclip at 1bbb5810), in plain Rust.
+//! The Kubernetes sandbox provider, in plain Rust. See `../shared/reference/kubernetes.md`.
 //!
-//! See `../shared/reference/kubernetes.md`.
+//! # Which upstream behaviour
+//!
+//! paperclipai/paperclip `packages/plugins/sandbox-providers/kubernetes` at **1bbb5810** (the
+//! G-login generation of the reference's §0 table), plus exactly these later generations:
+//!
+//! - **G-remoteCwd** (types / plugin-acquire-lease.test @ 0294878): acquire records
+//!   `remoteCwd: "/workspace"` on the lease metadata; resume carries the lease's own value over
+//!   (or `/workspace`). The published host never merges a realized `remoteCwd` into the lease,
+//!   so native sync needs it from acquire.
+//! - **G-exec2** (plugin-execute.test @ 8cc93d9, wrap-command-with-env.test @ 7d20586): execute
+//!   honours `cwd` (`cd '<cwd>' && …` in the exec wrapper); every execute result after the
+//!   lease-id check carries `signal: null`; exits 137 and 143 get a note appended to stderr
+//!   ([`exec::exit_hints`]; the wording is ours, the upstream text is not available).
+//! - **G-apiversion** (sandbox-api-version @ fb624f1, kube-client @ 0935230, lease-lifecycle @
+//!   f9e0d05): the Sandbox API version is discovered through `GET /apis` (v1beta1 preferred,
+//!   v1alpha1 fallback), once per API server per worker (in-flight callers share a discovery, a
+//!   failure is not kept), before the tenant is provisioned; it is used for the CR's
+//!   `apiVersion`, every customobjects path, both ownerReferences and
+//!   `metadata.sandboxApiVersion`. The job backend never discovers. Existing leases use their
+//!   recorded version (else discover); release and destroy try every version when discovery
+//!   fails. The manifest stays 1bbb5810's (version `0.1.0-alpha.1`).
+//! - From **G-sync/egress**, only the acquire partial-failure cleanup (plugin @ f2a3b6e): a
+//!   failure after the workload is created deletes it and the per-run Secret (the scoped
+//!   policies go with the workload by ownerReference) and rethrows, or rejects with the fixed
+//!   `Kubernetes sandbox lease acquisition failed and cleanup was incomplete.` when that fails.
+//!
+//! Everything else is 1bbb5810. Two wire-parity corrections apply on top: the tenant LimitRange
+//! goes out without `default`, as client-node sends it (docs/wire-parity.md), and a socket that
+//! drops before the exec status frame is reported at the watchdog with the contract's timeout
+//! message, as the original does.
 
 pub mod acquire_precheck;
 pub mod adapters;

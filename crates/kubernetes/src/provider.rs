@@ -15,7 +15,7 @@ use crate::config::{Backend, KubernetesConfig, ZodIssues};
 use crate::egress_warnings::validate_config_warning;
 use crate::js::js_truthy;
 use crate::login::{KubeLoginConnector, LoginPtyManager};
-use crate::orchestrate::{Clock, SystemClock};
+use crate::orchestrate::{Clock, SandboxApiVersionCache, SystemClock};
 use crate::runtime::{ClusterConnector, KubeConnector, ReadySet, UploadInterceptors};
 
 /// validateConfig's answer for `backend: job`: the driver advertises a login PTY, which only
@@ -35,6 +35,8 @@ pub struct KubernetesProvider {
     ready: ReadySet,
     uploads: UploadInterceptors,
     login: LoginPtyManager,
+    /// The Sandbox API version discovered per API server (§10.3), for this worker's life.
+    api_versions: SandboxApiVersionCache,
 }
 
 impl std::fmt::Debug for KubernetesProvider {
@@ -76,6 +78,7 @@ impl KubernetesProvider {
             clock,
             ready: ReadySet::default(),
             uploads: UploadInterceptors::default(),
+            api_versions: SandboxApiVersionCache::new(),
         }
     }
 
@@ -93,6 +96,10 @@ impl KubernetesProvider {
 
     pub(crate) fn uploads(&self) -> &UploadInterceptors {
         &self.uploads
+    }
+
+    pub(crate) fn api_versions(&self) -> &SandboxApiVersionCache {
+        &self.api_versions
     }
 
     /// The worker's login-PTY manager.

@@ -370,6 +370,10 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
         .await
         .unwrap();
     let id = lease["providerLeaseId"].as_str().unwrap().to_string();
+    // Known Ready first, so the short timeout below only bounds the exec.
+    let ready = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "timeoutMs": 30000,
+        "lease": {"providerLeaseId": id, "metadata": lease["metadata"]}, "command": "true"});
+    provider.execute(&ready, &sink).await.unwrap();
     emu.add_fault(FaultRule {
         method: None,
         path: "/api/v1/namespaces/*/pods/*/exec".into(),
@@ -381,18 +385,20 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
             abort: false,
         },
     });
-    let params = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "timeoutMs": 30000,
+    // 1000 ms is under the 5 s exec floor: the watchdog fires after 5000 ms.
+    let params = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "timeoutMs": 1000,
         "lease": {"providerLeaseId": id, "metadata": lease["metadata"]}, "command": "sleep 1; echo late"});
     let result = provider.execute(&params, &sink).await.unwrap();
     assert_eq!(result["timedOut"], true, "{result}");
     assert_eq!(result["exitCode"], Value::Null);
+    assert_eq!(result["signal"], Value::Null);
     assert_eq!(result["stdout"], "");
     let pod = result["metadata"]["podName"].as_str().unwrap();
-    // Noticed at once (the original waited for its watchdog), still a timed-out result.
+    // As the original: the drop is noticed by the watchdog, and reported with its message.
     assert_eq!(
         result["stderr"],
         format!(
-            "execInPod connection closed before the command produced a status frame (pod={pod}, container=agent, cmd0=/bin/sh). The command was not re-run and may still be running."
+            "execInPod timed out after 5000ms (pod={pod}, container=agent, cmd0=/bin/sh). The WebSocket likely dropped before the command produced a status frame."
         )
     );
     provider
@@ -524,7 +530,7 @@ async fn resume_and_the_readiness_timeout() {
         .unwrap();
     assert_eq!(
         result,
-        json!({"exitCode": null, "timedOut": true, "stdout": "",
+        json!({"exitCode": null, "signal": null, "timedOut": true, "stdout": "",
             "stderr": "Sandbox pod did not become Ready within 300ms",
             "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS,
                 "sandboxName": slow_id}})
@@ -706,7 +712,13 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
     let err = exec_in_pod(&handle.client, &handle.redactor, &request, None)
         .await
         .unwrap_err();
-    assert!(matches!(err, ExecError::Transport(_)), "{err:?}");
+    // No watchdog to wait for (timeout 0): the contract's message at once.
+    assert_eq!(
+        err,
+        ExecError::Timeout(format!(
+            "execInPod timed out after 0ms (pod={pod}, container=agent, cmd0=sh). The WebSocket likely dropped before the command produced a status frame."
+        ))
+    );
 
     provider
         .destroy(&destroy_params(&emu, &lease), &RecordingSink::default())

@@ -203,7 +203,11 @@ fn call(function: &str, args: &Value) -> ProviderResult<Value> {
         }
         "wrapCommandWithEnv" => {
             let command: Vec<String> = parse(&args["command"])?;
-            Ok(json!(wrap_command_with_env(&command, args.get("env"))))
+            Ok(json!(wrap_command_with_env(
+                &command,
+                args.get("env"),
+                args.get("cwd")
+            )))
         }
         "shQuote" => Ok(sh_quote(string(&args["segment"])?).into()),
         other => panic!("not a pure function: {other}"),

@@ -146,6 +146,21 @@ impl HostSink for RecordingSink {
     fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
 }
 
+/// A cluster with an agent-sandbox controller that serves `versions` of the Sandbox API (what
+/// discovery finds), and nothing else scripted.
+fn serving(versions: &[&str]) -> ScriptedCluster {
+    let versions: Vec<Value> = versions.iter().map(|v| json!({"version": v})).collect();
+    ScriptedCluster::new().script(
+        ApiMethod::GetApiVersions,
+        returns(json!({"groups": [{"name": "agents.x-k8s.io", "versions": versions}]})),
+    )
+}
+
+/// The usual cluster of these tests: a controller that predates v1beta1.
+fn cluster() -> ScriptedCluster {
+    serving(&["v1alpha1"])
+}
+
 fn returns(body: Value) -> Vec<ScriptedReply> {
     vec![ScriptedReply::Returns(body)]
 }
@@ -172,7 +187,7 @@ fn created_uid() -> Vec<ScriptedReply> {
 #[tokio::test]
 async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(ApiMethod::CreateNamespacedCustomObject, created_uid())
             .script(
                 ApiMethod::GetNamespacedCustomObject,
@@ -192,7 +207,7 @@ async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
         json!({"namespace": NS, "jobName": id, "podName": "pod-a", "secretName": format!("{id}-env"),
             "phase": "Pending", "backend": "sandbox-cr", "scopedNetworkPolicyName": format!("{id}-egress"),
             "scopedNetworkEgress": {"allowFqdns": ["api.example.com"], "allowCidrs": []},
-            "nativeFileSyncUnsupported": false})
+            "nativeFileSyncUnsupported": false, "remoteCwd": "/workspace", "sandboxApiVersion": "v1alpha1"})
     );
     assert!(lease.get("expiresAt").is_none());
     let calls = h.calls();
@@ -203,7 +218,9 @@ async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
         .iter()
         .position(|m| *m == ApiMethod::CreateNamespacedCustomObject)
         .unwrap();
-    assert_eq!(methods[0], ApiMethod::ReadNamespace);
+    // Discovery first (G-apiversion), before the tenant is provisioned.
+    assert_eq!(methods[0], ApiMethod::GetApiVersions);
+    assert_eq!(methods[1], ApiMethod::ReadNamespace);
     assert_eq!(calls[claim].1["version"], "v1alpha1");
     assert_eq!(calls[claim].1["plural"], "sandboxes");
     let policies: Vec<_> = calls[claim + 1..claim + 3].iter().collect();
@@ -266,7 +283,7 @@ async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
 #[tokio::test]
 async fn acquire_job_backend_and_the_standard_mode_warning() {
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(ApiMethod::CreateNamespacedJob, created_uid())
             .script(ApiMethod::ListNamespacedPod, returns(json!({"items": []}))),
     );
@@ -303,7 +320,7 @@ async fn acquire_job_backend_and_the_standard_mode_warning() {
 
 #[tokio::test]
 async fn acquire_refusals_before_the_cluster() {
-    let h = Harness::new(ScriptedCluster::new());
+    let h = Harness::new(cluster());
     let mut params = acquire_params("job");
     params["requestedExpiresAt"] = json!("2999-01-01T00:00:00Z");
     let err = h
@@ -339,9 +356,7 @@ async fn acquire_refusals_before_the_cluster() {
 
 #[tokio::test]
 async fn acquire_with_a_deadline_returns_expires_at() {
-    let h = Harness::new(
-        ScriptedCluster::new().script(ApiMethod::CreateNamespacedCustomObject, created_uid()),
-    );
+    let h = Harness::new(cluster().script(ApiMethod::CreateNamespacedCustomObject, created_uid()));
     let mut params = acquire_params("sandbox-cr");
     params["requestedExpiresAt"] = json!("2999-01-01T00:00:00Z");
     let lease = h
@@ -355,7 +370,7 @@ async fn acquire_with_a_deadline_returns_expires_at() {
 
 #[tokio::test]
 async fn acquire_workload_without_uid() {
-    let h = Harness::new(ScriptedCluster::new());
+    let h = Harness::new(cluster());
     let err = h
         .provider
         .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
@@ -373,7 +388,7 @@ async fn acquire_workload_without_uid() {
 #[tokio::test]
 async fn acquire_policy_failure_releases_the_workload() {
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(ApiMethod::CreateNamespacedCustomObject, {
                 let mut replies = created_uid();
                 replies.push(ScriptedReply::Throws(ApiError::new(
@@ -400,7 +415,7 @@ async fn acquire_policy_failure_releases_the_workload() {
     assert!(!h.methods().contains(&ApiMethod::CreateNamespacedSecret));
 
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(ApiMethod::CreateNamespacedCustomObject, {
                 let mut replies = created_uid();
                 replies.push(ScriptedReply::Throws(ApiError::new(403, "policy")));
@@ -416,16 +431,18 @@ async fn acquire_policy_failure_releases_the_workload() {
         .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
+    // The release inside the policy step failed, and so did the acquire's cleanup (the same
+    // Sandbox delete): the fixed message, without the underlying ones.
     assert_eq!(
         err.message,
-        "Failed to create scoped network egress policy and release its workload"
+        "Kubernetes sandbox lease acquisition failed and cleanup was incomplete."
     );
-    assert_eq!(err.class, ErrorClass::AggregateError);
+    assert_eq!((err.class, err.code), (ErrorClass::Error, None));
 }
 
 #[tokio::test]
 async fn tenant_errors_pass_through_with_their_code() {
-    let h = Harness::new(ScriptedCluster::new().script(
+    let h = Harness::new(cluster().script(
         ApiMethod::ReadNamespace,
         throws(403, "namespaces \"paperclip-acme\" is forbidden"),
     ));
@@ -443,9 +460,7 @@ async fn tenant_errors_pass_through_with_their_code() {
 #[tokio::test]
 async fn probe_outcomes() {
     let sink = RecordingSink::default();
-    let h = Harness::new(
-        ScriptedCluster::new().script(ApiMethod::ListNamespacedPod, throws(404, "nf")),
-    );
+    let h = Harness::new(cluster().script(ApiMethod::ListNamespacedPod, throws(404, "nf")));
     let result = h
         .provider
         .probe(
@@ -460,9 +475,8 @@ async fn probe_outcomes() {
             "metadata": {"namespace": NS, "provider": "kubernetes"}})
     );
     assert_eq!(h.calls()[0].1, json!({"namespace": NS}));
-    let h = Harness::new(
-        ScriptedCluster::new().script(ApiMethod::ListNamespacedPod, throws(401, "Unauthorized")),
-    );
+    let h =
+        Harness::new(cluster().script(ApiMethod::ListNamespacedPod, throws(401, "Unauthorized")));
     let result = h
         .provider
         .probe(
@@ -532,9 +546,7 @@ async fn resume_states() {
         "leaseMetadata": {"namespace": NS, "backend": backend, "expiresAt": "2999-01-01T00:00:00.000Z",
             "scopedNetworkPolicyName": "pc-1-egress", "scopedNetworkEgress": {"allowFqdns": ["a.io"]}}})
     };
-    let h = Harness::new(
-        ScriptedCluster::new().script(ApiMethod::ReadNamespacedJobStatus, throws(404, "nf")),
-    );
+    let h = Harness::new(cluster().script(ApiMethod::ReadNamespacedJobStatus, throws(404, "nf")));
     let result = h
         .provider
         .resume(&params("job"), &RecordingSink::default())
@@ -545,7 +557,7 @@ async fn resume_states() {
         json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": "Job no longer exists"}})
     );
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(
                 ApiMethod::GetNamespacedCustomObject,
                 returns(json!({"status": {"phase": "Ready", "podName": "pod-a"}})),
@@ -566,7 +578,8 @@ async fn resume_states() {
             "secretName": "pc-1-env", "phase": "Running", "backend": "sandbox-cr",
             "scopedNetworkPolicyName": "pc-1-egress",
             "scopedNetworkEgress": {"allowFqdns": ["a.io"], "allowCidrs": []},
-            "nativeFileSyncUnsupported": false, "expiresAt": "2999-01-01T00:00:00.000Z", "resumedLease": true}})
+            "nativeFileSyncUnsupported": false, "expiresAt": "2999-01-01T00:00:00.000Z",
+            "remoteCwd": "/workspace", "sandboxApiVersion": "v1alpha1", "resumedLease": true}})
     );
     // The resumed lease is known Ready: execute skips the readiness poll.
     let before = h.calls().len();
@@ -583,9 +596,7 @@ async fn resume_states() {
 async fn release_absorbs_404_only() {
     let params = json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1",
         "leaseMetadata": {"backend": "job"}});
-    let h = Harness::new(
-        ScriptedCluster::new().script(ApiMethod::DeleteNamespacedJob, throws(404, "gone")),
-    );
+    let h = Harness::new(cluster().script(ApiMethod::DeleteNamespacedJob, throws(404, "gone")));
     let sink = RecordingSink::default();
     assert_eq!(h.provider.release(&params, &sink).await.unwrap(), None);
     assert_eq!(
@@ -595,9 +606,8 @@ async fn release_absorbs_404_only() {
             json!({"namespace": NS, "name": "pc-1", "propagationPolicy": "Foreground"})
         )]
     );
-    let h = Harness::new(
-        ScriptedCluster::new().script(ApiMethod::DeleteNamespacedJob, throws(500, "etcd down")),
-    );
+    let h =
+        Harness::new(cluster().script(ApiMethod::DeleteNamespacedJob, throws(500, "etcd down")));
     let err = h.provider.release(&params, &sink).await.unwrap_err();
     assert_eq!((err.message.as_str(), err.code), ("etcd down", Some(500)));
     let none = json!({"config": {}, "providerLeaseId": ""});
@@ -608,8 +618,8 @@ async fn release_absorbs_404_only() {
 #[tokio::test]
 async fn destroy_deletes_everything_and_aggregates() {
     let params = json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1",
-        "leaseMetadata": {"podName": "pod-a"}});
-    let h = Harness::new(ScriptedCluster::new());
+        "leaseMetadata": {"podName": "pod-a", "sandboxApiVersion": "v1alpha1"}});
+    let h = Harness::new(cluster());
     h.provider
         .destroy(&params, &RecordingSink::default())
         .await
@@ -624,7 +634,7 @@ async fn destroy_deletes_everything_and_aggregates() {
     );
     assert_eq!(h.calls()[2].1, json!({"namespace": NS, "name": "pc-1-env"}));
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(ApiMethod::DeleteNamespacedPod, throws(500, "a"))
             .script(ApiMethod::DeleteNamespacedSecret, throws(403, "b")),
     );
@@ -641,7 +651,7 @@ async fn destroy_deletes_everything_and_aggregates() {
 
 #[tokio::test]
 async fn realize_workspace_defaults_to_workspace() {
-    let h = Harness::new(ScriptedCluster::new());
+    let h = Harness::new(cluster());
     let sink = RecordingSink::default();
     let result = h
         .provider
@@ -683,7 +693,7 @@ fn execute_params(extra: Value) -> Value {
 }
 
 fn ready_cluster() -> ScriptedCluster {
-    ScriptedCluster::new().script(
+    cluster().script(
         ApiMethod::GetNamespacedCustomObject,
         returns(json!({"status": {"phase": "Ready", "podName": "pod-a"}})),
     )
@@ -699,11 +709,11 @@ async fn execute_streams_exactly_what_it_returns() {
     let h = Harness::with_exec(ready_cluster(), Ok((chunks, 3)));
     let sink = RecordingSink::default();
     let params = execute_params(json!({"command": "sh", "args": ["-c", "echo hi"],
-        "env": {"FOO": "bar", "PATH": "/x"}, "stdin": "input", "timeoutMs": 60000, "cwd": "/ignored"}));
+        "env": {"FOO": "bar", "PATH": "/x"}, "stdin": "input", "timeoutMs": 60000, "cwd": "/workspace/repo"}));
     let result = h.provider.execute(&params, &sink).await.unwrap();
     assert_eq!(
         result,
-        json!({"exitCode": 3, "timedOut": false, "stdout": "hello wörld\n", "stderr": "warn\n",
+        json!({"exitCode": 3, "signal": null, "timedOut": false, "stdout": "hello wörld\n", "stderr": "warn\n",
             "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS,
                 "sandboxName": "pc-1", "podName": "pod-a"}})
     );
@@ -715,7 +725,7 @@ async fn execute_streams_exactly_what_it_returns() {
         vec![
             "/bin/sh",
             "-c",
-            "export FOO='bar'; exec 'sh' '-c' 'echo hi'"
+            "cd '/workspace/repo' && export FOO='bar'; exec 'sh' '-c' 'echo hi'"
         ]
     );
     assert_eq!(request.stdin, b"input");
@@ -795,7 +805,7 @@ async fn execute_transport_failures_are_timeouts_with_the_hint() {
 
 #[tokio::test]
 async fn execute_readiness_outcomes() {
-    let h = Harness::new(ScriptedCluster::new().script(
+    let h = Harness::new(cluster().script(
         ApiMethod::GetNamespacedCustomObject,
         returns(json!({"status": {"phase": "Pending"}})),
     ));
@@ -809,12 +819,12 @@ async fn execute_readiness_outcomes() {
         .unwrap();
     assert_eq!(
         result,
-        json!({"exitCode": null, "timedOut": true, "stdout": "",
+        json!({"exitCode": null, "signal": null, "timedOut": true, "stdout": "",
             "stderr": "Sandbox pod did not become Ready within 4000ms",
             "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS, "sandboxName": "pc-1"}})
     );
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(
                 ApiMethod::GetNamespacedCustomObject,
                 returns(json!({"status": {"phase": "Ready"}})),
@@ -832,7 +842,7 @@ async fn execute_readiness_outcomes() {
         "Sandbox pod is Ready but podName could not be resolved."
     );
     assert_eq!(result["exitCode"], 1);
-    let h = Harness::new(ScriptedCluster::new().script(
+    let h = Harness::new(cluster().script(
         ApiMethod::GetNamespacedCustomObject,
         returns(json!({"status": {"phase": "Terminating"}})),
     ));
@@ -845,7 +855,7 @@ async fn execute_readiness_outcomes() {
         err.message,
         "Sandbox paperclip-acme/pc-1 is Terminating \u{2014} cannot wait for Ready"
     );
-    let h = Harness::new(ScriptedCluster::new().script(
+    let h = Harness::new(cluster().script(
         ApiMethod::GetNamespacedCustomObject,
         throws(404, "sandboxes.agents.x-k8s.io \"pc-1\" not found"),
     ));
@@ -872,7 +882,7 @@ async fn execute_readiness_outcomes() {
 #[tokio::test]
 async fn execute_job_backend_reports_the_pod_log() {
     let h = Harness::new(
-        ScriptedCluster::new()
+        cluster()
             .script(
                 ApiMethod::ReadNamespacedJobStatus,
                 returns(json!({"status": {"succeeded": 1}})),
@@ -889,13 +899,13 @@ async fn execute_job_backend_reports_the_pod_log() {
     let result = h.provider.execute(&params, &sink).await.unwrap();
     assert_eq!(
         result,
-        json!({"exitCode": 0, "timedOut": false, "stdout": "done\n", "stderr": "",
+        json!({"exitCode": 0, "signal": null, "timedOut": false, "stdout": "done\n", "stderr": "",
             "metadata": {"provider": "kubernetes", "backend": "job", "namespace": NS, "jobName": "pc-1",
                 "podName": "pc-1-abc", "phase": "Succeeded"}})
     );
     assert_eq!(sink.streamed(OutputStream::Stdout), "done\n");
     assert!(h.exec_requests().is_empty());
-    let h = Harness::new(ScriptedCluster::new());
+    let h = Harness::new(cluster());
     let result = h
         .provider
         .execute(&params, &RecordingSink::default())
@@ -929,7 +939,7 @@ async fn execute_fast_upload_acks_then_flushes_in_one_exec() {
             .unwrap();
         assert_eq!(
             result,
-            json!({"exitCode": 0, "timedOut": false, "stdout": "", "stderr": "",
+            json!({"exitCode": 0, "signal": null, "timedOut": false, "stdout": "", "stderr": "",
                 "metadata": {"provider": "kubernetes", "backend": "sandbox-cr", "namespace": NS,
                     "sandboxName": "pc-1", "podName": "pod-a", "fastUpload": "ack"}})
         );
@@ -1005,7 +1015,7 @@ async fn execute_fast_upload_acks_then_flushes_in_one_exec() {
 
 #[tokio::test]
 async fn acquire_adapter_and_deadline_errors_before_the_cluster() {
-    let h = Harness::new(ScriptedCluster::new());
+    let h = Harness::new(cluster());
     let sink = RecordingSink::default();
     let mut params = acquire_params("sandbox-cr");
     params["config"]["adapters"] =
@@ -1071,4 +1081,342 @@ async fn in_cluster_probe_outside_a_cluster_fails_softly() {
     assert_eq!(result["ok"], false);
     assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
     assert!(!result["metadata"]["error"].as_str().unwrap().is_empty());
+}
+
+// ---- later generations: G-apiversion, G-remoteCwd, G-exec2, G-sync/egress acquire cleanup ----
+
+fn calls_of(h: &Harness, method: ApiMethod) -> Vec<Value> {
+    h.calls()
+        .into_iter()
+        .filter(|(m, _)| *m == method)
+        .map(|(_, args)| args)
+        .collect()
+}
+
+#[tokio::test]
+async fn acquire_addresses_a_graduated_controller_through_v1beta1() {
+    let h = Harness::new(
+        serving(&["v1alpha1", "v1beta1"])
+            .script(ApiMethod::CreateNamespacedCustomObject, created_uid()),
+    );
+    let mut params = acquire_params("sandbox-cr");
+    params["config"]["egressMode"] = json!("standard");
+    let lease = h
+        .provider
+        .acquire(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(lease["metadata"]["sandboxApiVersion"], "v1beta1");
+    let created = &calls_of(&h, ApiMethod::CreateNamespacedCustomObject)[0];
+    assert_eq!(created["version"], "v1beta1");
+    assert_eq!(created["body"]["apiVersion"], "agents.x-k8s.io/v1beta1");
+    for policy in calls_of(&h, ApiMethod::CreateNamespacedNetworkPolicy)
+        .iter()
+        .filter(|p| p["body"]["metadata"]["ownerReferences"].is_array())
+    {
+        assert_eq!(
+            policy["body"]["metadata"]["ownerReferences"][0]["apiVersion"],
+            "agents.x-k8s.io/v1beta1"
+        );
+    }
+    let secret = &calls_of(&h, ApiMethod::CreateNamespacedSecret)[0];
+    assert_eq!(
+        secret["body"]["metadata"]["ownerReferences"][0]["apiVersion"],
+        "agents.x-k8s.io/v1beta1"
+    );
+    // The pod lookup of the same acquire uses it too.
+    let read = &calls_of(&h, ApiMethod::GetNamespacedCustomObject)[0];
+    assert_eq!(read["version"], "v1beta1");
+}
+
+#[tokio::test]
+async fn acquire_without_the_sandbox_api_provisions_nothing() {
+    let h = Harness::new(ScriptedCluster::new().script(
+        ApiMethod::GetApiVersions,
+        returns(json!({"groups": [{"name": "batch", "versions": [{"version": "v1"}]}]})),
+    ));
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("kubernetes-sigs/agent-sandbox"),
+        "{err:?}"
+    );
+    assert_eq!(h.methods(), vec![ApiMethod::GetApiVersions]);
+
+    // A failed discovery is not kept: the next acquire asks again.
+    let h = Harness::new(ScriptedCluster::new().script(
+        ApiMethod::GetApiVersions,
+        vec![
+            ScriptedReply::Throws(ApiError::new(503, "discovery unavailable")),
+            ScriptedReply::Returns(
+                json!({"groups": [{"name": "agents.x-k8s.io", "versions": [{"version": "v1alpha1"}]}]}),
+            ),
+        ],
+    )
+    .script(ApiMethod::CreateNamespacedCustomObject, created_uid()));
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.message.as_str(), err.code),
+        ("discovery unavailable", Some(503))
+    );
+    assert_eq!(h.methods(), vec![ApiMethod::GetApiVersions]);
+    let lease = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(lease["metadata"]["sandboxApiVersion"], "v1alpha1");
+}
+
+#[tokio::test]
+async fn the_job_backend_never_discovers() {
+    let h = Harness::new(
+        ScriptedCluster::new()
+            .script(ApiMethod::CreateNamespacedJob, created_uid())
+            .script(ApiMethod::ListNamespacedPod, returns(json!({"items": []}))),
+    );
+    let lease = h
+        .provider
+        .acquire(&acquire_params("job"), &RecordingSink::default())
+        .await
+        .unwrap();
+    assert!(!h.methods().contains(&ApiMethod::GetApiVersions));
+    assert!(lease["metadata"].get("sandboxApiVersion").is_none());
+    assert_eq!(lease["metadata"]["remoteCwd"], "/workspace");
+    assert_eq!(lease["metadata"]["backend"], "job");
+}
+
+#[tokio::test]
+async fn acquire_failures_after_the_claim_delete_what_was_created() {
+    // The Secret create fails: the Sandbox and the (maybe created) Secret are deleted, and the
+    // original error is what the hook rejects with.
+    let h = Harness::new(
+        cluster()
+            .script(ApiMethod::CreateNamespacedCustomObject, created_uid())
+            .script(
+                ApiMethod::CreateNamespacedSecret,
+                throws(500, "secret create rejected"),
+            ),
+    );
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.message.as_str(), err.code),
+        ("secret create rejected", Some(500))
+    );
+    let name = calls_of(&h, ApiMethod::CreateNamespacedCustomObject)[0]["body"]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deleted = calls_of(&h, ApiMethod::DeleteNamespacedCustomObject);
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0]["name"], name.as_str());
+    assert_eq!(deleted[0]["version"], "v1alpha1");
+    assert_eq!(deleted[0]["propagationPolicy"], "Foreground");
+    assert_eq!(
+        calls_of(&h, ApiMethod::DeleteNamespacedSecret),
+        vec![json!({"namespace": NS, "name": format!("{name}-env")})]
+    );
+    // Pod lookup never ran; no pod is deleted by name (it goes with its Sandbox).
+    assert!(!h.methods().contains(&ApiMethod::DeleteNamespacedPod));
+
+    // The follow-up GET fails (job backend: the pod list).
+    let h = Harness::new(
+        cluster()
+            .script(ApiMethod::CreateNamespacedJob, created_uid())
+            .script(ApiMethod::ListNamespacedPod, throws(500, "etcd timeout")),
+    );
+    let err = h
+        .provider
+        .acquire(&acquire_params("job"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, "etcd timeout");
+    assert_eq!(calls_of(&h, ApiMethod::DeleteNamespacedJob).len(), 1);
+    assert_eq!(calls_of(&h, ApiMethod::DeleteNamespacedSecret).len(), 1);
+
+    // Cleanup fails too: the fixed message, never the Secret error (it may echo the Secret).
+    let h = Harness::new(
+        cluster()
+            .script(ApiMethod::CreateNamespacedCustomObject, created_uid())
+            .script(
+                ApiMethod::CreateNamespacedSecret,
+                throws(422, "request contained credential-marker"),
+            )
+            .script(
+                ApiMethod::DeleteNamespacedSecret,
+                throws(500, "delete failed"),
+            ),
+    );
+    let err = h
+        .provider
+        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Kubernetes sandbox lease acquisition failed and cleanup was incomplete."
+    );
+    assert_eq!((err.class, err.code), (ErrorClass::Error, None));
+    assert!(!format!("{err:?}").contains("credential-marker"));
+}
+
+#[tokio::test]
+async fn resume_keeps_remote_cwd_and_the_api_version() {
+    let h = Harness::new(
+        // No discovery scripted: the lease's recorded version is used as it is.
+        ScriptedCluster::new()
+            .script(
+                ApiMethod::GetNamespacedCustomObject,
+                returns(json!({"status": {"conditions": [{"type": "Ready", "status": "True"}], "podName": "pod-a"}})),
+            )
+            .script(
+                ApiMethod::ReadNamespacedPod,
+                returns(json!({"status": {"phase": "Running"}})),
+            ),
+    );
+    let params = json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1",
+        "leaseMetadata": {"namespace": NS, "backend": "sandbox-cr", "remoteCwd": "/workspace/repo",
+            "sandboxApiVersion": "v1beta1"}});
+    let resumed = h
+        .provider
+        .resume(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed["metadata"]["remoteCwd"], "/workspace/repo");
+    assert_eq!(resumed["metadata"]["sandboxApiVersion"], "v1beta1");
+    assert!(!h.methods().contains(&ApiMethod::GetApiVersions));
+    assert!(
+        calls_of(&h, ApiMethod::GetNamespacedCustomObject)
+            .iter()
+            .all(|c| c["version"] == "v1beta1")
+    );
+    // A lease without one (or with a blank one) gets /workspace.
+    let mut params = params;
+    params["leaseMetadata"]["remoteCwd"] = json!("  ");
+    let resumed = h
+        .provider
+        .resume(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed["metadata"]["remoteCwd"], "/workspace");
+}
+
+#[tokio::test]
+async fn release_and_destroy_try_each_version_when_discovery_fails() {
+    let failing = || {
+        ScriptedCluster::new()
+            .script(ApiMethod::GetApiVersions, throws(503, "discovery down"))
+            .script(
+                ApiMethod::DeleteNamespacedCustomObject,
+                vec![
+                    ScriptedReply::Throws(ApiError::new(404, "no v1beta1 here")),
+                    ScriptedReply::Returns(json!({})),
+                ],
+            )
+    };
+    let params = json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1",
+        "leaseMetadata": {"namespace": NS, "backend": "sandbox-cr"}});
+    let h = Harness::new(failing());
+    assert_eq!(
+        h.provider
+            .release(&params, &RecordingSink::default())
+            .await
+            .unwrap(),
+        None
+    );
+    let versions: Vec<Value> = calls_of(&h, ApiMethod::DeleteNamespacedCustomObject)
+        .into_iter()
+        .map(|c| c["version"].clone())
+        .collect();
+    assert_eq!(versions, [json!("v1beta1"), json!("v1alpha1")]);
+
+    let h = Harness::new(failing());
+    h.provider
+        .destroy(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        calls_of(&h, ApiMethod::DeleteNamespacedCustomObject).len(),
+        2
+    );
+    assert_eq!(calls_of(&h, ApiMethod::DeleteNamespacedSecret).len(), 1);
+
+    // With the version on the lease, no discovery and one delete.
+    let mut params = params;
+    params["leaseMetadata"]["sandboxApiVersion"] = json!("v1alpha1");
+    let h = Harness::new(failing());
+    h.provider
+        .release(&params, &RecordingSink::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        h.methods(),
+        vec![ApiMethod::DeleteNamespacedCustomObject],
+        "the 404 of that one delete is absorbed by release"
+    );
+}
+
+#[tokio::test]
+async fn execute_explains_exits_137_and_143_and_never_claims_a_signal() {
+    for (code, stderr, words) in [
+        (
+            137,
+            "boom\n",
+            &["boom\n", "SIGKILL", "memory limit", "reports no signal"][..],
+        ),
+        (143, "", &["SIGTERM", "reports no signal"][..]),
+    ] {
+        let chunks = vec![(OutputStream::Stderr, stderr.to_string())];
+        let h = Harness::with_exec(ready_cluster(), Ok((chunks, code)));
+        let sink = RecordingSink::default();
+        let result = h
+            .provider
+            .execute(
+                &execute_params(json!({"command": "ls", "args": ["-la"]})),
+                &sink,
+            )
+            .await
+            .unwrap();
+        assert_eq!(result["exitCode"], code);
+        assert_eq!(result["signal"], Value::Null);
+        let text = result["stderr"].as_str().unwrap();
+        assert!(text.starts_with(stderr));
+        for word in words {
+            assert!(text.contains(word), "{code}: {word} in {text:?}");
+        }
+        // Streamed as returned.
+        assert_eq!(sink.streamed(OutputStream::Stderr), text);
+    }
+    let chunks = vec![(OutputStream::Stderr, "usage: ls\n".to_string())];
+    let h = Harness::with_exec(ready_cluster(), Ok((chunks, 2)));
+    let result = h
+        .provider
+        .execute(
+            &execute_params(json!({"command": "ls"})),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["stderr"], "usage: ls\n");
+    // No cwd and no env: the command goes unwrapped.
+    let h = Harness::with_exec(ready_cluster(), Ok((vec![], 0)));
+    h.provider
+        .execute(
+            &execute_params(json!({"command": "ls", "args": ["-la"], "cwd": "   "})),
+            &RecordingSink::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(h.exec_requests()[0].argv, vec!["ls", "-la"]);
 }

@@ -85,6 +85,7 @@ fn scope(company: &str, expires_at: Option<&str>) -> LoginLeaseScope {
         namespace: "paperclip-acme".into(),
         pod_name: Some("pod".into()),
         expires_at: expires_at.map(str::to_string),
+        sandbox_api_version: Default::default(),
         config: KubernetesConfig::parse(&json!({"inCluster": true})).unwrap(),
     }
 }

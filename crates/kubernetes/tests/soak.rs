@@ -1,7 +1,9 @@
 //! Reliability soak (issue 10, item 3a/3b): many lease lifecycles against the Kubernetes API
 //! emulator (real kube-rs client over HTTPS, real exec over websocket) with random faults
 //! injected through its fault API: 5xx and 409 Status replies, delays, dropped connections, cut
-//! exec and watch streams, slow pod readiness.
+//! exec and watch streams, slow pod readiness, and failures of each acquire step after the
+//! workload is created (the Secret POST, the follow-up Sandbox GET or pod list, the policy POSTs),
+//! which the acquire must clean up after itself.
 //!
 //! Checked: every failure is a catalogued message (`error_catalog::explain`) or a Kubernetes API
 //! Status message passed through with its numeric code (as the original does); the canary
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{FaultRule, KubeEmulatorOptions, KubernetesEmulator, SettingsPatch};
 use kubernetes::KubernetesProvider;
+use kubernetes::hooks::ACQUIRE_CLEANUP_INCOMPLETE;
 use sandbox_core::soak::{self, SoakRng};
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream, ProviderError};
 use serde_json::json;
@@ -106,6 +109,33 @@ const ROUTES: &[(&str, &str)] = &[
     ("PATCH", "/api/v1/namespaces/*/secrets/*"),
 ];
 
+/// A failure of one acquire step after the workload claim (G-sync/egress cleanup).
+fn after_claim_fault(rng: &mut SoakRng, backend: &str) -> FaultRule {
+    let (method, path, nth) = *rng.pick(&[
+        ("POST", "/api/v1/namespaces/*/secrets", 1u64),
+        (
+            "POST",
+            "/apis/cilium.io/v2/namespaces/*/ciliumnetworkpolicies",
+            1,
+        ),
+        (
+            "POST",
+            "/apis/cilium.io/v2/namespaces/*/ciliumnetworkpolicies",
+            2,
+        ),
+        if backend == "job" {
+            ("GET", "/api/v1/namespaces/*/pods", 1)
+        } else {
+            ("GET", "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*", 1)
+        },
+    ]);
+    serde_json::from_value(json!({
+        "method": method, "path": path, "nth": nth, "times": 1,
+        "action": {"kind": "status", "code": *rng.pick(&[500u16, 503]), "after": false},
+    }))
+    .expect("a valid fault rule")
+}
+
 fn random_fault(rng: &mut SoakRng) -> FaultRule {
     let stream = rng.chance(20);
     let (method, path, action) = if stream {
@@ -147,7 +177,8 @@ fn random_fault(rng: &mut SoakRng) -> FaultRule {
 #[derive(Default)]
 struct Tally {
     acquired: usize,
-    /// Failed acquires that left their workload behind (see `orphans_of_failed_acquire`).
+    /// Failed acquires that reported an incomplete cleanup and left their workload behind (see
+    /// `orphans_of_failed_acquire`).
     orphaned: usize,
     executed: usize,
     failures: BTreeMap<String, usize>,
@@ -200,12 +231,11 @@ fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
 
 /// Workloads created by an acquire that then failed, as `(name, plural)`.
 ///
-/// The target source set (G-login, see the reference's generation table) has no acquire
-/// partial-failure cleanup: once the Sandbox CR or Job is claimed, a later failure (policy,
-/// Secret, pod lookup) propagates and leaves the workload, its Secret and its policies behind,
-/// exactly as the original does. The host never learns the name, so the soak plays the
-/// operator: it finds the created workload in the emulator's request log and destroys it with
-/// the provider's own destroy hook, then checks that this removes everything.
+/// A failed acquire deletes what it created (G-sync/egress cleanup), so this is empty unless
+/// the cleanup itself failed (a fault hit its deletes too), which the acquire reports with the
+/// fixed "cleanup was incomplete" message. Then the soak plays the operator: it finds the
+/// created workload in the emulator's request log and destroys it with the provider's own
+/// destroy hook, and checks that this removes everything.
 fn orphans_of_failed_acquire(emu: &KubernetesEmulator) -> Vec<(String, String)> {
     emu.request_log()
         .into_iter()
@@ -228,6 +258,8 @@ fn orphans_of_failed_acquire(emu: &KubernetesEmulator) -> Vec<(String, String)> 
                 NS,
                 &name,
             )
+            // Being deleted (Foreground: it stays until its pod is gone) is not left behind.
+            .filter(|object| object["metadata"]["deletionTimestamp"].is_null())
             .map(|_| (name, plural))
         })
         .collect()
@@ -290,6 +322,9 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         for _ in 0..rng.below(3) {
             emu.add_fault(random_fault(&mut rng));
         }
+        if rng.chance(25) {
+            emu.add_fault(after_claim_fault(&mut rng, backend));
+        }
         emu.clear_request_log();
         let acquired = provider
             .acquire(
@@ -306,6 +341,10 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
                 let faults = emu.faults();
                 emu.clear_faults();
                 let orphans = orphans_of_failed_acquire(&emu);
+                assert!(
+                    orphans.is_empty() || error.message == ACQUIRE_CLEANUP_INCOMPLETE,
+                    "seed {seed}, lifecycle {i}: acquire failed with {error:?} and left {orphans:?} under {faults:?}"
+                );
                 if !orphans.is_empty() {
                     tally.orphaned += 1;
                     for (name, kind) in orphans {
@@ -340,7 +379,8 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
             json!({"config": config, "companyId": "c-1", "lease": lease_json, "timeoutMs": 200,
                 "command": "sleep", "args": ["5"]})
         } else {
-            json!({"config": config, "companyId": "c-1", "lease": lease_json, "timeoutMs": 30000,
+            // Short: a cut exec is reported when this watchdog fires, as in the original.
+            json!({"config": config, "companyId": "c-1", "lease": lease_json, "timeoutMs": 6000,
                 "command": "sh", "args": ["-c", "echo soak"]})
         };
         let result = provider.execute(&exec, &sink).await;
@@ -370,7 +410,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
     }
 
     println!(
-        "kubernetes soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left a workload; failures {:#?}",
+        "kubernetes soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires could not clean up; failures {:#?}",
         started.elapsed(),
         tally.acquired,
         tally.executed,

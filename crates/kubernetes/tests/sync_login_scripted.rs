@@ -40,8 +40,18 @@ impl ClusterConnector for Connector {
     }
 }
 
+/// A cluster whose agent-sandbox controller serves `v1alpha1` (what discovery finds).
+fn cluster() -> ScriptedCluster {
+    ScriptedCluster::new().script(
+        ApiMethod::GetApiVersions,
+        vec![ScriptedReply::Returns(
+            json!({"groups": [{"name": "agents.x-k8s.io", "versions": [{"version": "v1alpha1"}]}]}),
+        )],
+    )
+}
+
 fn provider(sandbox: Value) -> KubernetesProvider {
-    let cluster = ScriptedCluster::new()
+    let cluster = cluster()
         .script(
             ApiMethod::GetNamespacedCustomObject,
             vec![ScriptedReply::Returns(sandbox)],
@@ -83,6 +93,7 @@ async fn login_error(provider: &KubernetesProvider) -> String {
             namespace: "paperclip-acme".into(),
             pod_name: Some("stale-pod-name".into()),
             expires_at: None,
+            sandbox_api_version: Default::default(),
             config: KubernetesConfig::parse(&json!({"inCluster": true})).unwrap(),
         },
     );
@@ -152,7 +163,7 @@ async fn readiness_timeouts_and_failures_reject() {
 
 #[tokio::test]
 async fn an_unresumable_lease_is_forgotten() {
-    let cluster = ScriptedCluster::new().script(
+    let cluster = cluster().script(
         ApiMethod::GetNamespacedCustomObject,
         vec![ScriptedReply::Throws(ApiError::new(404, "gone"))],
     );
@@ -169,6 +180,7 @@ async fn an_unresumable_lease_is_forgotten() {
             namespace: "paperclip-acme".into(),
             pod_name: None,
             expires_at: None,
+            sandbox_api_version: Default::default(),
             config: KubernetesConfig::parse(&json!({"inCluster": true})).unwrap(),
         },
     );
@@ -221,7 +233,7 @@ fn constants_are_the_contract_lines() {
 #[tokio::test]
 async fn acquire_remembers_sandbox_leases_only() {
     for (backend, remembered) in [("sandbox-cr", true), ("job", false)] {
-        let cluster = ScriptedCluster::new()
+        let cluster = cluster()
             .script(
                 ApiMethod::CreateNamespacedCustomObject,
                 vec![ScriptedReply::Returns(

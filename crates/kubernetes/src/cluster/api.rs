@@ -117,6 +117,12 @@ pub trait ClusterApi: Send + Sync {
     /// Performs one API call.
     fn call(&self, method: ApiMethod, request: Value) -> BoxFuture<'_, ApiResult>;
 
+    /// `apiServerUrl(kc)`: the API server's URL, or `in-cluster` when the credentials name none.
+    /// The key of the Sandbox API version cache (§10.3).
+    fn server_url(&self) -> &str {
+        "in-cluster"
+    }
+
     fn read_namespace(&self, request: Value) -> BoxFuture<'_, ApiResult> {
         self.call(ApiMethod::ReadNamespace, request)
     }

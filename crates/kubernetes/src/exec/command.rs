@@ -1,8 +1,9 @@
-//! Shell wrapping for exec'd commands (spec §14.3; `pod-exec.ts` of the G-login line, without
-//! the later `cwd` argument).
+//! Shell wrapping for exec'd commands (spec §14.3; `pod-exec.ts` with the G-exec2 `cwd`
+//! argument).
 //!
-//! The Kubernetes exec API takes an argv and nothing else: no env. Env is given to a command by
-//! running it under `/bin/sh -c` that exports the variables and then `exec`s the real argv.
+//! The Kubernetes exec API takes an argv and nothing else: no env, no working directory. Both are
+//! given to a command by running it under `/bin/sh -c` that changes directory, exports the
+//! variables and then `exec`s the real argv.
 
 use serde_json::{Map, Value};
 
@@ -23,12 +24,18 @@ fn is_shell_identifier(key: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// `wrapCommandWithEnv(command, env)`: `["/bin/sh", "-c", "export K='v'; … exec 'argv0' …"]`,
-/// or `command` unchanged when no variable qualifies. Only string values with identifier keys
-/// are exported, and never `PATH`: the caller's PATH is the orchestrator's, not the image's, and
-/// would break command lookup. Variables are exported in JS property order (`env` is the
-/// original's object; anything but an object counts as no env).
-pub fn wrap_command_with_env(command: &[String], env: Option<&Value>) -> Vec<String> {
+/// `wrapCommandWithEnv(command, env, cwd)`: `["/bin/sh", "-c", "cd 'dir' && export K='v'; …
+/// exec 'argv0' …"]`, or `command` unchanged when there is neither a usable `cwd` nor a variable
+/// that qualifies. Only string values with identifier keys are exported, and never `PATH`: the
+/// caller's PATH is the orchestrator's, not the image's, and would break command lookup.
+/// Variables are exported in JS property order (`env` is the original's object; anything but an
+/// object counts as no env). `cwd` counts when it is a string that is not blank (JS `trim`); it
+/// is quoted as given, untrimmed.
+pub fn wrap_command_with_env(
+    command: &[String],
+    env: Option<&Value>,
+    cwd: Option<&Value>,
+) -> Vec<String> {
     let empty = Map::new();
     let env = env.and_then(Value::as_object).unwrap_or(&empty);
     let exports: Vec<String> = js_entries(env)
@@ -40,15 +47,24 @@ pub fn wrap_command_with_env(command: &[String], env: Option<&Value>) -> Vec<Str
                 .map(|v| format!("export {key}={};", sh_quote(v)))
         })
         .collect();
-    if exports.is_empty() {
+    let cwd = cwd
+        .and_then(Value::as_str)
+        .filter(|dir| !sandbox_core::json::js_trim(dir).is_empty());
+    if exports.is_empty() && cwd.is_none() {
         return command.to_vec();
     }
+    let mut script = String::new();
+    if let Some(dir) = cwd {
+        script.push_str(&format!("cd {} && ", sh_quote(dir)));
+    }
+    if !exports.is_empty() {
+        script.push_str(&exports.join(" "));
+        script.push(' ');
+    }
     let argv: Vec<String> = command.iter().map(|arg| sh_quote(arg)).collect();
-    vec![
-        "/bin/sh".to_string(),
-        "-c".to_string(),
-        format!("{} exec {}", exports.join(" "), argv.join(" ")),
-    ]
+    script.push_str("exec ");
+    script.push_str(&argv.join(" "));
+    vec!["/bin/sh".to_string(), "-c".to_string(), script]
 }
 
 #[cfg(test)]
@@ -73,6 +89,7 @@ mod tests {
             Some(
                 &json!({"ANTHROPIC_API_KEY": "sk-'x'", "PATH": "/bin", "BAD-KEY": "v", "_OK1": "", "N": 5}),
             ),
+            None,
         );
         assert_eq!(
             wrapped,
@@ -88,17 +105,59 @@ mod tests {
     fn nothing_to_export_leaves_the_command_alone() {
         let command = argv(&["ls", "-la"]);
         assert_eq!(
-            wrap_command_with_env(&command, Some(&json!({"PATH": "/x", "1BAD": "v"}))),
+            wrap_command_with_env(&command, Some(&json!({"PATH": "/x", "1BAD": "v"})), None),
             command
         );
-        assert_eq!(wrap_command_with_env(&command, None), command);
+        assert_eq!(wrap_command_with_env(&command, None, None), command);
         assert_eq!(
-            wrap_command_with_env(&command, Some(&json!("FOO=1"))),
+            wrap_command_with_env(&command, Some(&json!("FOO=1")), None),
             command
         );
         assert_eq!(
-            wrap_command_with_env(&command, Some(&json!(["FOO"]))),
+            wrap_command_with_env(&command, Some(&json!(["FOO"])), None),
             command
         );
+    }
+
+    #[test]
+    fn cwd_changes_directory_before_the_exports() {
+        let ls = argv(&["ls", "-la"]);
+        assert_eq!(
+            wrap_command_with_env(&ls, None, Some(&json!("/workspace/repo"))),
+            argv(&["/bin/sh", "-c", "cd '/workspace/repo' && exec 'ls' '-la'"])
+        );
+        let node = argv(&["node", "run.js"]);
+        assert_eq!(
+            wrap_command_with_env(
+                &node,
+                Some(&json!({"FOO": "bar"})),
+                Some(&json!("/workspace"))
+            )[2],
+            "cd '/workspace' && export FOO='bar'; exec 'node' 'run.js'"
+        );
+        assert_eq!(
+            wrap_command_with_env(&argv(&["ls"]), None, Some(&json!("/tmp/a'b")))[2],
+            r"cd '/tmp/a'\''b' && exec 'ls'"
+        );
+        // Quoted as given: surrounding blanks stay part of the directory.
+        assert_eq!(
+            wrap_command_with_env(&argv(&["ls"]), None, Some(&json!(" /w ")))[2],
+            "cd ' /w ' && exec 'ls'"
+        );
+    }
+
+    #[test]
+    fn a_blank_or_non_string_cwd_is_no_cwd() {
+        let ls = argv(&["ls"]);
+        for cwd in [
+            json!(null),
+            json!("   "),
+            json!(""),
+            json!(5),
+            json!(["/w"]),
+        ] {
+            assert_eq!(wrap_command_with_env(&ls, None, Some(&cwd)), ls, "{cwd}");
+        }
+        assert_eq!(wrap_command_with_env(&ls, Some(&json!({})), None), ls);
     }
 }

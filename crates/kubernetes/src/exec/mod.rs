@@ -1,6 +1,7 @@
 //! Running commands in the agent pod.
 
 pub mod command;
+pub mod exit_hints;
 pub mod transport;
 pub mod tty;
 pub mod upload_interceptor;

@@ -199,12 +199,17 @@ pub fn streaming_stderr_cap_message(cap: u64, pod: &str, container: &str) -> Str
     )
 }
 
-/// The connection ended without a status frame (the original only noticed this through its
-/// watchdog; kube-rs reports it at once).
-pub fn connection_closed_message(pod: &str, container: &str, cmd0: &str) -> String {
-    format!(
-        "execInPod connection closed before the command produced a status frame (pod={pod}, container={container}, cmd0={cmd0}). The command was not re-run and may still be running."
-    )
+/// What an exec whose connection ended without a status frame fails with. The original attaches
+/// no close listener, so it notices a dropped socket only when its watchdog fires, and reports
+/// the watchdog's message (A32/A35): this waits for the watchdog too (kube-rs would tell at once),
+/// so the host sees the same message at the same time. Without a watchdog (`timeout_ms` 0) there
+/// is nothing to wait for: the timeout message comes at once.
+async fn until_watchdog(timeout_ms: u64, timed_out: impl FnOnce() -> ExecError) -> ExecError {
+    if timeout_ms > 0 {
+        // `with_watchdog` around the exec ends this wait with its own error.
+        std::future::pending::<()>().await;
+    }
+    timed_out()
 }
 
 /// The exit code of a status frame: `Success` → 0; an `ExitCode` cause → its number (1 when
@@ -392,13 +397,13 @@ async fn connect(
 /// Waits for the I/O to finish and the status frame. The status channel also tells when the
 /// connection ended without a status (kube-rs then drops its sender): that fails at once, as the
 /// output streams may never see their end in that case.
-async fn complete<T>(
+async fn complete<T, Closed: Future<Output = ExecError>>(
     status: Option<impl Future<Output = Option<Status>>>,
     io: impl Future<Output = Result<T, ExecError>>,
-    closed: impl Fn() -> ExecError,
+    closed: impl FnOnce() -> Closed,
 ) -> Result<(T, Status), ExecError> {
     let Some(status) = status else {
-        return Err(closed());
+        return Err(closed().await);
     };
     tokio::pin!(status);
     tokio::pin!(io);
@@ -406,12 +411,16 @@ async fn complete<T>(
         biased;
         result = &mut io => {
             let value = result?;
-            let status = status.await.ok_or_else(&closed)?;
-            Ok((value, status))
+            match status.await {
+                Some(status) => Ok((value, status)),
+                None => Err(closed().await),
+            }
         }
         status = &mut status => {
-            let status = status.ok_or_else(&closed)?;
-            Ok((io.await?, status))
+            match status {
+                Some(status) => Ok((io.await?, status)),
+                None => Err(closed().await),
+            }
         }
     }
 }
@@ -472,7 +481,7 @@ pub async fn exec_in_pod(
             tap,
             keep,
         );
-        let closed = || ExecError::Transport(connection_closed_message(pod, container, &cmd0));
+        let closed = || until_watchdog(request.timeout_ms, on_timeout);
         let status = process.take_status();
         // The exit status counts as soon as it arrives, whether or not the command read all of
         // its stdin (one that exits early never will): the write is not awaited after it.
@@ -538,7 +547,10 @@ pub async fn exec_in_pod_streaming(
     let cmd0 = argv.first().cloned().unwrap_or_default();
     let timeout_ms = io.timeout_ms;
     let timeout_message = streaming_timeout_message(timeout_ms, pod, container, &cmd0);
-    let on_timeout = move || ExecError::Timeout(timeout_message);
+    let on_timeout = {
+        let message = timeout_message.clone();
+        move || ExecError::Timeout(message)
+    };
     let StreamingIo {
         stdin: source,
         stdout: sink,
@@ -595,7 +607,7 @@ pub async fn exec_in_pod_streaming(
             |cap| ExecError::Cap(streaming_stderr_cap_message(cap, pod, container)),
             None,
         );
-        let closed = || ExecError::Transport(connection_closed_message(pod, container, &cmd0));
+        let closed = || until_watchdog(timeout_ms, || ExecError::Timeout(timeout_message));
         let status = process.take_status();
         let (((), (), stderr), status) =
             complete(status, try_join3(pump_in, pump_out, stderr), closed).await?;

@@ -64,6 +64,10 @@ impl ClusterApi for KubeCluster {
     fn call(&self, method: ApiMethod, request: Value) -> BoxFuture<'_, ApiResult> {
         Box::pin(self.perform(method, request))
     }
+
+    fn server_url(&self) -> &str {
+        KubeCluster::server_url(self)
+    }
 }
 
 /// The HTTP request of one JSON-shaped call (all methods but logs and discovery).
@@ -75,7 +79,10 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
             .map_err(build_error)
     };
     let create = |path: String| {
-        let body = request.get("body").cloned().unwrap_or(Value::Null);
+        let mut body = request.get("body").cloned().unwrap_or(Value::Null);
+        if method == CreateNamespacedLimitRange {
+            drop_limit_range_defaults(&mut body);
+        }
         let bytes = serde_json::to_vec(&body).map_err(|e| ApiError::transport(e.to_string()))?;
         Request::new(path)
             .create(&PostParams::default(), bytes)
@@ -133,6 +140,23 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
         ReadNamespacedRoleBinding => get(rbac("rolebindings")?),
         CreateNamespacedRoleBinding => create(rbac("rolebindings")?),
         ReadNamespacedPodLog | GetApiVersions => unreachable!("handled in KubeCluster::perform"),
+    }
+}
+
+/// What `@kubernetes/client-node` 1.x puts on the wire for a `V1LimitRange`: its serializer
+/// reads each `V1LimitRangeItem`'s `default` from the model property `_default`, which the plain
+/// object the plugin passes does not have, so the request carries no `default` (the plugin's
+/// `default {cpu "1", memory "2Gi"}` never reaches the server; see docs/wire-parity.md). The
+/// request object keeps it, as the original's does; only the bytes sent drop it.
+fn drop_limit_range_defaults(body: &mut Value) {
+    let items = body
+        .get_mut("spec")
+        .and_then(|spec| spec.get_mut("limits"))
+        .and_then(Value::as_array_mut);
+    for item in items.into_iter().flatten() {
+        if let Some(item) = item.as_object_mut() {
+            item.remove("default");
+        }
     }
 }
 
@@ -427,6 +451,35 @@ mod tests {
             (err.code, err.message.as_str()),
             (500, "HTTP-Code: 500\nMessage: Failed to parse error data")
         );
+    }
+
+    #[tokio::test]
+    async fn limit_ranges_go_out_as_client_node_serializes_them() {
+        let (cluster, seen) = canned(|_, _| (201, json!({})));
+        let item = json!({"type": "Container", "max": {"cpu": "4"}, "min": {"cpu": "100m"},
+            "default": {"cpu": "1", "memory": "2Gi"}, "defaultRequest": {"cpu": "250m"}});
+        let body = json!({"apiVersion": "v1", "kind": "LimitRange",
+            "metadata": {"name": "paperclip-limits"}, "spec": {"limits": [item]}});
+        cluster
+            .create_namespaced_limit_range(json!({"namespace": "ns", "body": body}))
+            .await
+            .unwrap();
+        // Other bodies keep a `default` key: only V1LimitRangeItem maps it from `_default`.
+        let secret = json!({"kind": "Secret", "stringData": {"default": "x"}});
+        cluster
+            .create_namespaced_secret(json!({"namespace": "ns", "body": secret}))
+            .await
+            .unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].1, "/api/v1/namespaces/ns/limitranges?");
+        assert_eq!(
+            seen[0].2["spec"]["limits"][0],
+            json!({"type": "Container", "max": {"cpu": "4"}, "min": {"cpu": "100m"},
+                "defaultRequest": {"cpu": "250m"}})
+        );
+        assert_eq!(seen[1].2, secret);
+        assert_eq!(cluster.server_url(), "https://canned");
+        assert_eq!(ClusterApi::server_url(&cluster), "https://canned");
     }
 
     #[tokio::test]

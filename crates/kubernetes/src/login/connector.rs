@@ -9,7 +9,6 @@ use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
 use crate::exec::ExecError;
 use crate::exec::tty::{TtyEvents, TtySession};
-use crate::hooks::SANDBOX_API_VERSION;
 use crate::orchestrate::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::runtime::ClusterConnector;
 
@@ -76,7 +75,7 @@ impl LoginConnector for KubeLoginConnector {
                 .connect(&scope.config)
                 .await
                 .map_err(|e| ProviderError::from(ClusterError::from(e)))?;
-            let orchestrator = WorkloadOrchestrator::SandboxCr(SANDBOX_API_VERSION);
+            let orchestrator = WorkloadOrchestrator::SandboxCr(scope.sandbox_api_version);
             let api = connection.api.as_ref();
             orchestrator
                 .wait_for_completion(

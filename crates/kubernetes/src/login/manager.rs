@@ -74,6 +74,8 @@ pub struct LoginLeaseScope {
     /// Diagnostics only: the connector always re-resolves the pod.
     pub pod_name: Option<String>,
     pub expires_at: Option<String>,
+    /// The version the lease's Sandbox is addressed with (G-apiversion).
+    pub sandbox_api_version: crate::orchestrate::SandboxApiVersion,
     pub config: KubernetesConfig,
 }
 

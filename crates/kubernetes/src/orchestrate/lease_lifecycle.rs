@@ -209,11 +209,23 @@ pub async fn destroy_lease_resources<C: ClusterApi + ?Sized>(
     cluster: &C,
     lease: &DestroyLease,
 ) -> Result<(), ClusterError> {
+    destroy_lease_resources_trying_versions(cluster, lease, &[lease.sandbox_api_version]).await
+}
+
+/// [`destroy_lease_resources`] for a lease whose Sandbox API version is not known (discovery
+/// failed): the Sandbox is deleted under each of `versions` in turn (see
+/// [`delete_sandbox_cr_trying_versions`]), so the lease cannot be stranded under a version
+/// nobody asked for. `lease.sandbox_api_version` is not used.
+pub async fn destroy_lease_resources_trying_versions<C: ClusterApi + ?Sized>(
+    cluster: &C,
+    lease: &DestroyLease,
+    versions: &[SandboxApiVersion],
+) -> Result<(), ClusterError> {
     let namespace = lease.namespace.as_str();
     let mut failures = Vec::new();
     let workload = match lease.backend {
         Backend::SandboxCr => {
-            delete_sandbox_cr(cluster, lease.sandbox_api_version, namespace, &lease.name).await
+            delete_sandbox_cr_trying_versions(cluster, versions, namespace, &lease.name).await
         }
         Backend::Job => delete_job(cluster, namespace, &lease.name).await,
     };
@@ -235,6 +247,33 @@ pub async fn destroy_lease_resources<C: ClusterApi + ?Sized>(
             message: DESTROY_LEASE_FAILED,
             errors: failures,
         }),
+    }
+}
+
+/// Deletes the Sandbox `name` (Foreground) under each of `versions` in order until one delete
+/// succeeds. A server that does not serve a version answers 404 for it, so a 404 only means
+/// "not under this version". When none succeeds: the first error that is not a 404, else the
+/// last 404 (the Sandbox is gone under every version).
+pub async fn delete_sandbox_cr_trying_versions<C: ClusterApi + ?Sized>(
+    cluster: &C,
+    versions: &[SandboxApiVersion],
+    namespace: &str,
+    name: &str,
+) -> Result<(), ClusterError> {
+    let mut first_failure = None;
+    let mut not_found = None;
+    for version in versions {
+        match delete_sandbox_cr(cluster, *version, namespace, name).await {
+            Ok(()) => return Ok(()),
+            Err(err) if err.is_not_found() => not_found = Some(err),
+            Err(err) => {
+                first_failure.get_or_insert(err);
+            }
+        }
+    }
+    match first_failure.or(not_found) {
+        Some(err) => Err(err),
+        None => Ok(()),
     }
 }
 
@@ -459,5 +498,46 @@ mod tests {
         let calls = cluster.calls();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].args["version"], "v1beta1");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_version_is_deleted_under_each_version_in_turn() {
+        let replies = vec![
+            ScriptedReply::Throws(ApiError::new(404, "no v1beta1")),
+            ScriptedReply::Returns(json!({})),
+        ];
+        let cluster =
+            ScriptedCluster::new().script(ApiMethod::DeleteNamespacedCustomObject, replies);
+        let lease = lease(Backend::SandboxCr);
+        destroy_lease_resources_trying_versions(&cluster, &lease, &SandboxApiVersion::PREFERENCE)
+            .await
+            .unwrap();
+        let versions: Vec<Value> = cluster
+            .calls()
+            .into_iter()
+            .filter(|c| c.method == ApiMethod::DeleteNamespacedCustomObject)
+            .map(|c| c.args["version"].clone())
+            .collect();
+        assert_eq!(versions, [json!("v1beta1"), json!("v1alpha1")]);
+        assert_eq!(cluster.calls().len(), 4, "then the pod and the Secret");
+
+        let cluster = ScriptedCluster::new()
+            .script(ApiMethod::DeleteNamespacedCustomObject, throws(404, "gone"));
+        let err =
+            delete_sandbox_cr_trying_versions(&cluster, &SandboxApiVersion::PREFERENCE, NS, NAME)
+                .await
+                .unwrap_err();
+        assert!(err.is_not_found());
+        let replies = vec![
+            ScriptedReply::Throws(ApiError::new(500, "first")),
+            ScriptedReply::Throws(ApiError::new(404, "gone")),
+        ];
+        let cluster =
+            ScriptedCluster::new().script(ApiMethod::DeleteNamespacedCustomObject, replies);
+        let err =
+            delete_sandbox_cr_trying_versions(&cluster, &SandboxApiVersion::PREFERENCE, NS, NAME)
+                .await
+                .unwrap_err();
+        assert_eq!(err.to_string(), "first");
     }
 }

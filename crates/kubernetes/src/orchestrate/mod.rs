@@ -29,7 +29,9 @@ pub use error::{
 };
 pub use job::{find_pod_for_job, get_job_status, wait_for_job_completion};
 pub use lease_lifecycle::{
-    DestroyLease, ResumeCheck, ResumeCheckResult, check_lease_resumable, destroy_lease_resources,
+    DestroyLease, ResumeCheck, ResumeCheckResult, check_lease_resumable,
+    delete_sandbox_cr_trying_versions, destroy_lease_resources,
+    destroy_lease_resources_trying_versions,
 };
 pub use sandbox_api_version::{
     SandboxApiVersion, SandboxApiVersionCache, discover_sandbox_api_version,

@@ -1,15 +1,15 @@
 //! Which version of the agent-sandbox `Sandbox` API a cluster is addressed with (§10.3), and
 //! its discovery through `GET /apis`.
 //!
-//! The target plugin (1bbb5810) still addresses `v1alpha1` only, so that is the default
-//! ([`SandboxApiVersion::default`]) every Sandbox call uses unless a lease or a discovery says
-//! otherwise. agent-sandbox v0.5.0 serves
-//! `v1beta1` as well (and newer controllers may serve only it); the manifest the plugin builds
-//! is valid under both, so only the version in the request path and `apiVersion` differ.
+//! G-apiversion: sandbox-cr acquires discover the version before provisioning anything, and
+//! record it on the lease; existing leases use the recorded one. [`SandboxApiVersion::default`]
+//! (`v1alpha1`, what 1bbb5810 hard-coded) is only what a lease without a Sandbox uses. The
+//! manifest the plugin builds is valid under both versions, so only the version in the request
+//! path and `apiVersion` differ. The provider keeps one [`SandboxApiVersionCache`] per worker.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -101,12 +101,6 @@ struct SlotState {
 impl SandboxApiVersionCache {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The process-wide cache the hooks share.
-    pub fn global() -> &'static SandboxApiVersionCache {
-        static GLOBAL: OnceLock<SandboxApiVersionCache> = OnceLock::new();
-        GLOBAL.get_or_init(SandboxApiVersionCache::new)
     }
 
     /// `resolveSandboxApiVersion(clients, serverUrl)`.

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use crate::config::Backend;
-use crate::hooks::{EXECUTE_POLL_MS, LeaseView, SANDBOX_API_VERSION, js_string};
+use crate::hooks::{EXECUTE_POLL_MS, LeaseView, js_string};
 use crate::orchestrate::{PollOptions, WorkloadOrchestrator};
 use crate::provider::{KubernetesProvider, parse_config_for_hook};
 
@@ -52,7 +52,8 @@ impl KubernetesProvider {
         }
         let timeout_ms = (config.pod_activity_deadline_sec * 1000.0) as u64;
         let connection = self.connect(&config).await?;
-        let orchestrator = WorkloadOrchestrator::SandboxCr(SANDBOX_API_VERSION);
+        let version = self.lease_sandbox_api_version(&connection, &view).await?;
+        let orchestrator = WorkloadOrchestrator::SandboxCr(version);
         if !self.ready().contains(&lease_id) {
             orchestrator
                 .wait_for_completion(

@@ -12,13 +12,19 @@
 //! - the running sum of declared entry sizes may not exceed [`EXTRACTION_LIMIT`];
 //! - paths must be relative, without a `..` segment, a backslash or NUL;
 //! - only files, directories, symbolic links and hard links are allowed;
-//! - link targets must be relative, backslash-free and resolve inside the archive root
-//!   (symbolic links relative to their own directory, hard links relative to the root).
+//! - symbolic link targets must be relative, backslash-free, and climb (leading `..` only, no
+//!   more than the link's depth) before they descend ([`symlink_target_confined`]: confined
+//!   however links combine, now or after later syncs);
+//! - hard links only to an earlier regular-file entry of the same archive.
+//!
+//! Extraction ([`extract_archive`]) runs after the whole archive passed, so a rejection leaves
+//! the destination as it was; it creates every entry through directory handles reached from the
+//! destination without following any link ([`crate::confined`]), and re-checks every link.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -258,42 +264,118 @@ fn is_meta(flag: u8) -> bool {
     matches!(flag, b'x' | b'g' | b'L' | b'K')
 }
 
+/// The components of an archive path: `./a//b/` is `["a", "b"]`.
+pub fn path_parts(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect()
+}
+
+/// Whether a symbolic link at entry `path` with target `link` stays inside the destination
+/// whatever else is, or later becomes, a link there: the target is relative, free of `\` and
+/// NUL, made of leading `..` components (no more than the link's depth) followed by names only.
+///
+/// Why stricter than "normalises inside as text" (the original's check): `..` after a name is
+/// resolved by the kernel against where that name *leads*, not lexically. With `d -> .`, the
+/// target `d/..` normalises to `.` but resolves to the destination's parent; with `x` missing
+/// now, `x/..` looks harmless until a later sync makes `x` a link. A target of the accepted
+/// form only climbs the link's own real parents (entries are never created through links) and
+/// then descends, and every link it descends through obeys the same rule, so it resolves inside
+/// however links are combined, now or after later syncs.
+pub fn symlink_target_confined(path: &str, link: &str) -> bool {
+    if link.is_empty() || link.starts_with('/') || link.contains('\\') || link.contains('\0') {
+        return false;
+    }
+    let depth = path_parts(path).len().saturating_sub(1);
+    let mut ups = 0;
+    let mut descended = false;
+    for part in path_parts(link) {
+        if part == ".." {
+            if descended {
+                return false;
+            }
+            ups += 1;
+        } else {
+            descended = true;
+        }
+    }
+    ups <= depth
+}
+
 /// The running verdict over an archive's entries.
 #[derive(Debug, Default)]
 pub struct ArchivePolicy {
     declared: u64,
     files: u64,
     invalid: bool,
+    /// The regular files of the archive so far (hard links may only point at one of them).
+    file_paths: std::collections::HashSet<String>,
+}
+
+/// What is wrong with one entry (see [`ArchivePolicy::violation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Violation {
+    /// The running sum of declared sizes passed [`EXTRACTION_LIMIT`].
+    OverLimit,
+    /// The entry's path is absolute, has a `..` segment, a backslash or a NUL.
+    Path,
+    /// A link without a target, or whose target may lead outside the destination (a hard link
+    /// that is not to an earlier regular file of the same archive).
+    Link,
+    /// A FIFO, device, socket, sparse or other special entry.
+    Special,
 }
 
 impl ArchivePolicy {
     /// Accounts for one entry.
     pub fn check(&mut self, path: &str, kind: EntryKind, size: u64, link: Option<&str>) {
-        self.declared = self.declared.saturating_add(size);
-        if self.declared > EXTRACTION_LIMIT || !is_confined_entry_path(path) {
+        if self.violation(path, kind, size, link).is_some() {
             self.invalid = true;
         }
+    }
+
+    /// Accounts for one entry and says what, if anything, is wrong with it.
+    pub fn violation(
+        &mut self,
+        path: &str,
+        kind: EntryKind,
+        size: u64,
+        link: Option<&str>,
+    ) -> Option<Violation> {
+        self.declared = self.declared.saturating_add(size);
+        if self.declared > EXTRACTION_LIMIT {
+            return Some(Violation::OverLimit);
+        }
+        if !is_confined_entry_path(path) {
+            return Some(Violation::Path);
+        }
+        let key = path_parts(path).join("/");
         match kind {
-            EntryKind::File | EntryKind::OldFile => self.files += 1,
-            EntryKind::Directory => {}
-            EntryKind::SymbolicLink | EntryKind::Link => match link.filter(|l| !l.is_empty()) {
-                None => self.invalid = true,
-                Some(link) => {
-                    let base = if kind == EntryKind::SymbolicLink {
-                        posix_dirname(path)
-                    } else {
-                        ".".to_owned()
-                    };
-                    let target = posix_normalize(&posix_join(&base, link));
-                    if link.starts_with('/')
-                        || link.contains('\\')
-                        || !is_confined_entry_path(&target)
-                    {
-                        self.invalid = true;
-                    }
+            EntryKind::File | EntryKind::OldFile => {
+                self.files += 1;
+                self.file_paths.insert(key);
+                None
+            }
+            EntryKind::Directory => {
+                self.file_paths.remove(&key);
+                None
+            }
+            EntryKind::SymbolicLink => {
+                self.file_paths.remove(&key);
+                match link {
+                    Some(link) if symlink_target_confined(path, link) => None,
+                    _ => Some(Violation::Link),
                 }
-            },
-            EntryKind::Other(_) => self.invalid = true,
+            }
+            EntryKind::Link => {
+                let source = link
+                    .filter(|l| !l.is_empty() && !l.starts_with('/') && is_confined_entry_path(l));
+                match source.map(|l| path_parts(l).join("/")) {
+                    Some(source) if source != key && self.file_paths.contains(&source) => None,
+                    _ => Some(Violation::Link),
+                }
+            }
+            EntryKind::Other(_) => Some(Violation::Special),
         }
     }
 
@@ -341,11 +423,41 @@ pub fn validate_archive(file: &Path) -> Result<u64, ArchiveError> {
 /// Extracts an archive that passed [`validate_archive`] into the existing directory `dest`
 /// (node-tar `x({cwd: dest, strict: true})`): modes as recorded (the process umask applies),
 /// file mtimes restored, owners restored when running as root, existing non-directories
-/// replaced, never through a symbolic link.
+/// replaced, never through a symbolic link. Special entries fail ([`ArchiveError::Unsafe`]).
 pub fn extract_archive(file: &Path, dest: &Path) -> Result<(), ArchiveError> {
+    extract(file, dest, false)
+}
+
+/// [`extract_archive`] as GNU tar reads hard links: a hard-link target loses its leading `/`
+/// and everything up to its last `..` component ([`gnu_hard_link_target`]). FIFOs and other
+/// special entries are skipped: GNU tar archives a FIFO as a FIFO entry, and a FIFO created on
+/// the host would hang whoever opens it later, so it is never created.
+pub fn extract_archive_skipping_specials(file: &Path, dest: &Path) -> Result<(), ArchiveError> {
+    extract(file, dest, true)
+}
+
+/// A hard-link target as GNU tar extracts it (`safer_name_suffix`): without a leading `/` and
+/// without everything up to its last `..` component.
+pub fn gnu_hard_link_target(link: &str) -> String {
+    let parts = path_parts(link);
+    let start = parts.iter().rposition(|p| *p == "..").map_or(0, |i| i + 1);
+    parts[start..].join("/")
+}
+
+/// Every entry is created relative to a directory handle of its parent, reached from the
+/// destination handle without following any link ([`crate::confined`]); a link on the way is
+/// [`ArchiveError::SymlinkTraversal`], whatever created it (this archive or the host).
+fn extract(file: &Path, dest: &Path, gnu: bool) -> Result<(), ArchiveError> {
+    use crate::confined::{Confined, DirError, Existing};
     let reader = fs::File::open(file).map_err(|e| ArchiveError::fs(e, "open", file))?;
     let mut archive = tar::Archive::new(io::BufReader::new(reader));
+    let root = Confined::open(dest).map_err(|e| match e.raw_os_error() {
+        Some(40) | Some(20) if is_symlink(dest) => ArchiveError::SymlinkTraversal,
+        _ => ArchiveError::fs(e, "open", dest),
+    })?;
     let as_root = current_uid() == Some(0);
+    // The regular files this extraction created (hard links may only point at one of them).
+    let mut created: std::collections::HashSet<String> = std::collections::HashSet::new();
     for entry in archive.entries().map_err(|_| ArchiveError::Format)? {
         let mut entry = entry.map_err(|_| ArchiveError::Format)?;
         let flag = entry.header().entry_type().as_byte();
@@ -353,126 +465,119 @@ pub fn extract_archive(file: &Path, dest: &Path) -> Result<(), ArchiveError> {
             continue;
         }
         let path = lossy(&entry.path_bytes());
-        let parts: Vec<&str> = path
-            .split('/')
-            .filter(|s| !s.is_empty() && *s != ".")
-            .collect();
         // A policy violation here means the caller skipped validation.
         if !is_confined_entry_path(&path) {
             return Err(ArchiveError::Unsafe);
         }
-        let target = parts.iter().fold(dest.to_path_buf(), |p, s| p.join(s));
-        let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
-        let kind = EntryKind::from_type_flag(flag);
-        if parts.is_empty() {
+        let parts = path_parts(&path);
+        let Some((name, parents)) = parts.split_last() else {
             // The root itself: it exists already and keeps its mode.
             continue;
+        };
+        let target = parts.iter().fold(dest.to_path_buf(), |p, s| p.join(s));
+        let kind = EntryKind::from_type_flag(flag);
+        if let EntryKind::Other(_) = kind {
+            if gnu {
+                continue;
+            }
+            return Err(ArchiveError::Unsafe);
         }
-        make_parents(dest, &parts[..parts.len() - 1])?;
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
+        let dir_error = |e: DirError, upto: usize| match e {
+            DirError::Symlink => ArchiveError::SymlinkTraversal,
+            DirError::Unsafe => ArchiveError::Unsafe,
+            DirError::Io(error, depth) => {
+                let at = parts[..depth.min(upto)]
+                    .iter()
+                    .fold(dest.to_path_buf(), |p, s| p.join(s));
+                ArchiveError::fs(error, "mkdir", &at)
+            }
+        };
+        let parent = root
+            .dir(parents, true, 0o777)
+            .map_err(|e| dir_error(e, parents.len()))?;
+        let key = parts.join("/");
+        let fs_err = |e: io::Error, syscall: &'static str| ArchiveError::fs(e, syscall, &target);
         match kind {
-            EntryKind::Directory => match fs::symlink_metadata(&target) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(ArchiveError::SymlinkTraversal);
+            EntryKind::Directory => match root.existing(&parent, name) {
+                Existing::Directory => {}
+                Existing::Symlink => return Err(ArchiveError::SymlinkTraversal),
+                Existing::Other { .. } => {
+                    root.clear(&parent, name).map_err(|e| fs_err(e, "unlink"))?;
+                    root.mkdir(&parent, name, mode)
+                        .map_err(|e| fs_err(e, "mkdir"))?;
                 }
-                Ok(_) => {
-                    remove(&target)?;
-                    mkdir(&target, mode)?;
-                }
-                Err(_) => mkdir(&target, mode)?,
+                Existing::Missing => root
+                    .mkdir(&parent, name, mode)
+                    .map_err(|e| fs_err(e, "mkdir"))?,
             },
             EntryKind::File | EntryKind::OldFile => {
-                replace(&target)?;
-                let mut out = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(mode)
-                    .open(&target)
-                    .map_err(|e| ArchiveError::fs(e, "open", &target))?;
+                root.clear(&parent, name).map_err(|e| fs_err(e, "open"))?;
+                let mut out = root
+                    .create_file(&parent, name, mode)
+                    .map_err(|e| fs_err(e, "open"))?;
                 io::copy(&mut entry, &mut out).map_err(|_| ArchiveError::Format)?;
                 if let Ok(mtime) = entry.header().mtime() {
                     let _ = out.set_modified(UNIX_EPOCH + Duration::from_secs(mtime));
                 }
+                created.insert(key.clone());
             }
             EntryKind::SymbolicLink => {
                 let link = entry
                     .link_name_bytes()
                     .map(|l| lossy(&l))
+                    .filter(|l| symlink_target_confined(&path, l))
                     .ok_or(ArchiveError::Unsafe)?;
-                replace(&target)?;
-                std::os::unix::fs::symlink(&link, &target)
-                    .map_err(|e| ArchiveError::fs(e, "symlink", &target))?;
+                root.clear(&parent, name).map_err(|e| fs_err(e, "open"))?;
+                created.remove(&key);
+                root.symlink(&link, &parent, name)
+                    .map_err(|e| fs_err(e, "symlink"))?;
             }
             EntryKind::Link => {
-                let link = entry
+                let mut link = entry
                     .link_name_bytes()
                     .map(|l| lossy(&l))
                     .ok_or(ArchiveError::Unsafe)?;
-                let source = link
-                    .split('/')
-                    .filter(|s| !s.is_empty() && *s != ".")
-                    .fold(dest.to_path_buf(), |p, s| p.join(s));
-                replace(&target)?;
-                fs::hard_link(&source, &target)
-                    .map_err(|e| ArchiveError::fs(e, "link", &target))?;
+                if gnu {
+                    link = gnu_hard_link_target(&link);
+                }
+                if !is_confined_entry_path(&link) || link.starts_with('/') {
+                    return Err(ArchiveError::Unsafe);
+                }
+                let source_parts = path_parts(&link);
+                let source_key = source_parts.join("/");
+                let Some((source_name, source_parents)) = source_parts.split_last() else {
+                    return Err(ArchiveError::Unsafe);
+                };
+                if source_key == key || !created.contains(&source_key) {
+                    return Err(ArchiveError::Unsafe);
+                }
+                let source_dir = root
+                    .dir(source_parents, false, 0)
+                    .map_err(|e| dir_error(e, source_parents.len()))?;
+                if root.existing(&source_dir, source_name) != (Existing::Other { regular: true }) {
+                    return Err(ArchiveError::Unsafe);
+                }
+                root.clear(&parent, name).map_err(|e| fs_err(e, "open"))?;
+                root.hard_link(&source_dir, source_name, &parent, name)
+                    .map_err(|e| fs_err(e, "link"))?;
+                created.insert(key.clone());
             }
-            EntryKind::Other(_) => return Err(ArchiveError::Unsafe),
+            EntryKind::Other(_) => unreachable!("handled above"),
         }
         // node-tar preserves owners when it runs as root (its `preserveOwner` default).
         if as_root && kind != EntryKind::Link {
             let (uid, gid) = (entry.header().uid(), entry.header().gid());
             if let (Ok(uid), Ok(gid)) = (uid, gid) {
-                let _ = std::os::unix::fs::lchown(&target, Some(uid as u32), Some(gid as u32));
+                root.chown(&parent, name, uid as u32, gid as u32);
             }
         }
     }
     Ok(())
 }
 
-fn mkdir(path: &Path, mode: u32) -> Result<(), ArchiveError> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .mode(mode)
-        .create(path)
-        .map_err(|e| ArchiveError::fs(e, "mkdir", path))
-}
-
-/// Creates missing parents (mode 0777 before the umask, as node-tar's default `dmode`) and
-/// refuses to go through a symbolic link.
-fn make_parents(dest: &Path, parents: &[&str]) -> Result<(), ArchiveError> {
-    let mut dir = dest.to_path_buf();
-    for part in parents {
-        dir.push(part);
-        match fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(ArchiveError::SymlinkTraversal);
-            }
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                remove(&dir)?;
-                mkdir(&dir, 0o777)?;
-            }
-            Err(_) => mkdir(&dir, 0o777)?,
-        }
-    }
-    Ok(())
-}
-
-fn remove(path: &Path) -> Result<(), ArchiveError> {
-    fs::remove_file(path).map_err(|e| ArchiveError::fs(e, "unlink", path))
-}
-
-/// Removes whatever non-directory is at `path`; a directory there is an error (as node-tar).
-fn replace(path: &Path) -> Result<(), ArchiveError> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(ArchiveError::fs(
-            io::Error::from_raw_os_error(21),
-            "open",
-            path,
-        )),
-        Ok(_) => remove(path),
-        Err(_) => Ok(()),
-    }
+fn is_symlink(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 // ---------------------------------------------------------------------------------------------

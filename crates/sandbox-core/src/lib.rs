@@ -5,6 +5,7 @@
 //! The napi layer (`src/` of the root package) only converts and bridges.
 
 pub mod archive;
+pub mod confined;
 pub mod error;
 pub mod golden;
 pub mod host;

@@ -6,7 +6,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use reqwest::Method;
-use sandbox_core::archive::node_fs_message;
+use sandbox_core::archive::{self, node_fs_message};
 use sandbox_core::{ErrorClass, ProviderError};
 
 use crate::client::{Body, CreateOsClient, encode_uri_component};
@@ -61,6 +61,11 @@ pub(crate) async fn upload_file(
 
 /// `GET /sandboxes/{id}/files?path=<remote>` into `local`, created exclusively with `mode`
 /// (before the umask). Returns the number of bytes written.
+///
+/// Bounded by [`archive::EXTRACTION_LIMIT`] (the original had no bound: a 10 GB sparse file in
+/// the sandbox became 10 GB on the host): a declared `Content-Length` over it is refused before
+/// the file is created, and the stream is cut as soon as it passes it (the partial file goes
+/// with the temp directory). Both fail with the archive-limit message.
 pub(crate) async fn download_file(
     client: &CreateOsClient,
     id: &str,
@@ -80,6 +85,12 @@ pub(crate) async fn download_file(
     if matches!(response.status().as_u16(), 204 | 205) {
         return Err(ProviderError::new(messages::DOWNLOAD_NO_BODY));
     }
+    if response
+        .content_length()
+        .is_some_and(|declared| declared > archive::EXTRACTION_LIMIT)
+    {
+        return Err(ProviderError::new(messages::ARCHIVE_UNSAFE));
+    }
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -94,6 +105,9 @@ pub(crate) async fn download_file(
         };
         match chunk {
             Ok(Some(bytes)) => {
+                if written + bytes.len() as u64 > archive::EXTRACTION_LIMIT {
+                    return Err(ProviderError::new(messages::ARCHIVE_UNSAFE));
+                }
                 file.write_all(&bytes)
                     .map_err(|e| fs_error(e, "write", local))?;
                 written += bytes.len() as u64;

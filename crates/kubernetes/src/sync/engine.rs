@@ -13,7 +13,7 @@ use tokio::io::AsyncWrite;
 
 use super::paths::{assert_confined_sandbox_path, posix_join, random_uuid};
 use super::script::{self, InboundFile};
-use super::tar_list::assert_listing_confined;
+use super::tar_list::{assert_archive_confined, escaping_member_message, extract_confined};
 use crate::exec::{ExecError, StreamingIo, StreamingOutput};
 use crate::orchestrate::ClusterError;
 use crate::runtime::PodExec;
@@ -249,21 +249,18 @@ async fn sorted_entries(dir: &Path) -> ProviderResult<Vec<String>> {
     Ok(names)
 }
 
-/// `extractHostTarball`: member checks, then `tar -xf` into `dir`.
+/// `extractHostTarball`: every member checked, then a confined extraction into `dir` (see
+/// [`super::tar_list`]); blocking work runs off the runtime.
 async fn extract_host_tarball(archive: &Path, dir: &Path) -> ProviderResult<()> {
-    let listing = host_tar(vec!["-tvf".into(), archive.display().to_string()]).await?;
-    assert_listing_confined(&listing).map_err(ProviderError::new)?;
-    tokio::fs::create_dir_all(dir)
-        .await
-        .map_err(|e| fs_error(&e, "mkdir", dir))?;
-    host_tar(vec![
-        "-xf".into(),
-        archive.display().to_string(),
-        "-C".into(),
-        dir.display().to_string(),
-    ])
+    let (archive, dir) = (archive.to_path_buf(), dir.to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        assert_archive_confined(&archive)?;
+        std::fs::create_dir_all(&dir).map_err(|e| node_fs_message(&e, "mkdir", &dir))?;
+        extract_confined(&archive, &dir)
+    })
     .await
-    .map(drop)
+    .map_err(|_| ProviderError::new(escaping_member_message("archive check did not finish")))?
+    .map_err(ProviderError::new)
 }
 
 /// `countHostFiles`: non-directory entries, skipping excluded names at any depth.
@@ -628,6 +625,10 @@ async fn sync_out_files(
     let mut bytes = 0;
     for (i, m) in mappings.iter().enumerate() {
         let staged = extract.join(i.to_string());
+        // Only a regular file may take a target's place (never a link or directory).
+        if !std::fs::symlink_metadata(&staged).is_ok_and(|m| m.file_type().is_file()) {
+            return Err(ProviderError::new(escaping_member_message(&i.to_string())));
+        }
         let target_path = PathBuf::from(&m.target_path);
         if let Some(parent) = target_path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| fs_error(&e, "mkdir", parent))?;

@@ -150,7 +150,10 @@ pub fn sync_out_files(root: &str, remote_stage: &str, sources: &[String]) -> Str
     for (i, source) in sources.iter().enumerate() {
         let snapshot = sh_quote(&posix_join(remote_stage, &i.to_string()));
         s.extend(resolve_and_check("_pc_real", &sh_quote(source)));
-        s.push(r#"exec 7<"$_pc_real" || { echo "REPLACED" >&2; exit 45; };"#.into());
+        // Opening a FIFO for reading blocks until a writer appears (until the exec timeout,
+        // `podActivityDeadlineSec`): an existing non-regular source is refused before the
+        // open, on the same line so the shell's own messages keep their line numbers.
+        s.push(r#"{ [ ! -e "$_pc_real" ] || [ -f "$_pc_real" ] || { echo "NOTREG" >&2; exit 45; }; }; exec 7<"$_pc_real" || { echo "REPLACED" >&2; exit 45; };"#.into());
         s.extend(resolve_and_check("_pc_fd_real", "/proc/self/fd/7"));
         s.push(r#"[ -f /proc/self/fd/7 ] || { echo "NOTREG" >&2; exit 45; };"#.into());
         s.push(format!(

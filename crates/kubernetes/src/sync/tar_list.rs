@@ -1,164 +1,180 @@
 //! The member checks of a sandbox-authored archive before the host extracts it
-//! (`assertTarballEntriesConfined`, spec §16.3 step 4): the `tar -tvf` listing is parsed line
-//! by line, and an unparseable line, an escaping member or an escaping link target refuses the
-//! whole archive.
+//! (`assertTarballEntriesConfined`, spec §16.3 step 4), and the extraction itself.
+//!
+//! The original parsed host `tar -tvf` text, which a name such as `x -> y` fools, and extracted
+//! with host `tar`, which follows links the archive itself planted. Here the archive is read by
+//! the `tar` crate and checked entry by entry with the shared policy
+//! ([`sandbox_core::archive::ArchivePolicy`]: confined names, symbolic links that stay inside
+//! however links combine, hard links only to earlier files of the same archive), then extracted
+//! through directory handles that never follow a link ([`sandbox_core::confined`]). FIFOs,
+//! sockets and other special entries (GNU tar archives a FIFO as a FIFO entry) are skipped: they
+//! are never created on the host; a device node refuses the archive (as the original's listing
+//! check did). The whole archive is checked before anything is written, so a
+//! refusal leaves the destination as it was.
 
-use super::paths::{posix_dirname, posix_join, posix_path_escapes};
+use std::path::Path;
 
-/// JavaScript's `\s`.
-fn js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
-}
-
-/// `^(\S+)\s+\S+\s+\d+\s+\S+\s+\S+\s+(.*)$` → (perms, name).
-fn match_listing_line(line: &str) -> Option<(&str, &str)> {
-    fn token<'a>(rest: &mut &'a str) -> Option<&'a str> {
-        let end = rest.find(js_space).unwrap_or(rest.len());
-        if end == 0 {
-            return None;
-        }
-        let (tok, tail) = rest.split_at(end);
-        let spaces = tail.find(|c| !js_space(c)).unwrap_or(tail.len());
-        if spaces == 0 {
-            return None;
-        }
-        *rest = &tail[spaces..];
-        Some(tok)
-    }
-    let mut rest = line;
-    let perms = token(&mut rest)?;
-    token(&mut rest)?;
-    let size = token(&mut rest)?;
-    if !size.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    token(&mut rest)?;
-    token(&mut rest)?;
-    // `.` matches neither line terminator.
-    if rest.contains(['\n', '\r', '\u{2028}', '\u{2029}']) {
-        return None;
-    }
-    Some((perms, rest))
-}
+use sandbox_core::archive::{
+    ArchiveError, ArchivePolicy, EntryKind, Violation, extract_archive_skipping_specials,
+    gnu_hard_link_target,
+};
 
 /// A41.
 pub fn unparseable_listing_message(line: &str) -> String {
     format!("Kubernetes syncOut refusing tarball with an unparseable entry listing: {line}")
 }
 
-/// Checks a `tar -tvf` listing.
-pub fn assert_listing_confined(listing: &str) -> Result<(), String> {
-    for line in listing.split('\n').filter(|l| !l.trim().is_empty()) {
-        let Some((perms, full_name)) = match_listing_line(line) else {
-            return Err(unparseable_listing_message(line));
+/// A44.
+pub fn escaping_member_message(name: &str) -> String {
+    format!("Kubernetes syncOut refusing tarball member that escapes the extraction dir: {name}")
+}
+
+/// A45.
+pub fn escaping_link_message(name: &str, target: &str) -> String {
+    format!(
+        "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: {name} -> {target}"
+    )
+}
+
+/// Why an archive is refused: the catalogued message, or the fs error as Node words it.
+fn archive_error_message(error: ArchiveError) -> String {
+    match error {
+        ArchiveError::Format => {
+            unparseable_listing_message("the archive is not a readable tar stream")
+        }
+        ArchiveError::Unsafe | ArchiveError::SymlinkTraversal => {
+            escaping_member_message("an entry would be written through a symbolic link")
+        }
+        other => other.node_message(),
+    }
+}
+
+/// Checks every member of the archive at `file`; the first refusal's message.
+pub fn assert_archive_confined(file: &Path) -> Result<(), String> {
+    let reader = std::fs::File::open(file)
+        .map_err(|e| sandbox_core::archive::node_fs_message(&e, "open", file))?;
+    let mut archive = tar::Archive::new(std::io::BufReader::new(reader));
+    let mut policy = ArchivePolicy::default();
+    let entries = archive
+        .entries()
+        .map_err(|_| archive_error_message(ArchiveError::Format))?;
+    for entry in entries {
+        let entry = entry.map_err(|_| archive_error_message(ArchiveError::Format))?;
+        let flag = entry.header().entry_type().as_byte();
+        if matches!(flag, b'x' | b'g' | b'L' | b'K') {
+            continue;
+        }
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let kind = EntryKind::from_type_flag(flag);
+        let link = entry.link_name_bytes().map(|l| {
+            let l = String::from_utf8_lossy(l.as_ref()).into_owned();
+            // GNU tar strips a leading `/` or `../` from hard-link targets, in the listing and
+            // when extracting (so does the extraction here).
+            if kind == EntryKind::Link {
+                gnu_hard_link_target(&l)
+            } else {
+                l
+            }
+        });
+        // Device nodes never reach the host: the original's listing check could not parse
+        // their `major,minor` size column and refused the archive; so does this one.
+        if matches!(flag, b'3' | b'4') {
+            return Err(unparseable_listing_message(&format!(
+                "{} is a device node",
+                name
+            )));
+        }
+        // Special entries are skipped at extraction, so their size never lands.
+        let size = if matches!(kind, EntryKind::Other(_)) {
+            0
+        } else {
+            entry.size()
         };
-        let type_flag = perms.chars().next();
-        let mut name = full_name;
-        let mut link_target: Option<&str> = None;
-        match type_flag {
-            Some('l') => {
-                let Some(idx) = name.find(" -> ") else {
-                    return Err(format!(
-                        "Kubernetes syncOut refusing unparseable symlink entry: {line}"
-                    ));
-                };
-                link_target = Some(&name[idx + 4..]);
-                name = &name[..idx];
-            }
-            Some('h') => {
-                let Some(idx) = name.find(" link to ") else {
-                    return Err(format!(
-                        "Kubernetes syncOut refusing unparseable hardlink entry: {line}"
-                    ));
-                };
-                link_target = Some(&name[idx + 9..]);
-                name = &name[..idx];
-            }
-            _ => {}
-        }
-        let clean = name.trim_end_matches('/');
-        if !clean.is_empty() && posix_path_escapes(clean) {
-            return Err(format!(
-                "Kubernetes syncOut refusing tarball member that escapes the extraction dir: {name}"
-            ));
-        }
-        if let Some(target) = link_target {
-            let resolved = posix_join(&posix_dirname(clean), target);
-            if target.starts_with('/') || posix_path_escapes(&resolved) {
-                return Err(format!(
-                    "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: {name} -> {target}"
-                ));
+        match policy.violation(&name, kind, size, link.as_deref()) {
+            None | Some(Violation::Special) | Some(Violation::OverLimit) => {}
+            Some(Violation::Path) => return Err(escaping_member_message(&name)),
+            Some(Violation::Link) => {
+                return Err(escaping_link_message(&name, link.as_deref().unwrap_or("")));
             }
         }
     }
     Ok(())
 }
 
+/// Extracts a checked archive into the existing directory `dest`.
+pub fn extract_confined(file: &Path, dest: &Path) -> Result<(), String> {
+    extract_archive_skipping_specials(file, dest).map_err(archive_error_message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const DATE: &str = "2026-01-01 00:00";
+    fn archive(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> tempfile::NamedTempFile {
+        let mut builder = tar::Builder::new(Vec::new());
+        build(&mut builder);
+        let bytes = builder.into_inner().unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), bytes).unwrap();
+        file
+    }
 
-    #[test]
-    fn accepts_in_tree_entries_and_links() {
-        let listing = format!(
-            "-rw-r--r-- u/g 5 {DATE} a.txt\ndrwxr-xr-x u/g 0 {DATE} dir/\nlrwxrwxrwx u/g 0 {DATE} dir/l -> ../a.txt\nhrw-r--r-- u/g 0 {DATE} b link to a.txt\n-rw-r--r-- u/g 3 {DATE} name with  spaces\n"
-        );
-        assert_eq!(assert_listing_confined(&listing), Ok(()));
+    fn link(b: &mut tar::Builder<Vec<u8>>, kind: tar::EntryType, name: &str, target: &str) {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(kind);
+        h.set_size(0);
+        h.set_mode(0o777);
+        h.set_cksum();
+        b.append_link(&mut h, name, target).unwrap();
+    }
+
+    fn file(b: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, name, data).unwrap();
     }
 
     #[test]
-    fn refuses_escapes_and_unparseable_lines() {
-        let check = |l: &str| assert_listing_confined(l).unwrap_err();
+    fn accepts_in_tree_entries_and_links() {
+        let a = archive(|b| {
+            file(b, "a.txt", b"hello");
+            link(b, tar::EntryType::Symlink, "dir/l", "../a.txt");
+            link(b, tar::EntryType::Link, "b", "a.txt");
+        });
+        assert_eq!(assert_archive_confined(a.path()), Ok(()));
+    }
+
+    #[test]
+    fn refuses_escapes_the_listing_parser_let_through() {
+        let check = |build: &dyn Fn(&mut tar::Builder<Vec<u8>>)| {
+            assert_archive_confined(archive(|b| build(b)).path()).unwrap_err()
+        };
+        // A name with ` -> ` in it fooled the listing parser into reading `y -> /etc/passwd`.
         assert_eq!(
-            check(&format!("-rw-r--r-- u/g 5 {DATE} ../x")),
-            "Kubernetes syncOut refusing tarball member that escapes the extraction dir: ../x"
+            check(&|b| link(b, tar::EntryType::Symlink, "x -> y", "/etc/passwd")),
+            escaping_link_message("x -> y", "/etc/passwd")
+        );
+        // Confined as text only: `d/..` through `d -> .` is the destination's parent.
+        assert_eq!(
+            check(&|b| {
+                link(b, tar::EntryType::Symlink, "d", ".");
+                link(b, tar::EntryType::Symlink, "up", "d/..");
+            }),
+            escaping_link_message("up", "d/..")
         );
         assert_eq!(
-            check(&format!("-rw-r--r-- u/g 5 {DATE} /etc/x")),
-            "Kubernetes syncOut refusing tarball member that escapes the extraction dir: /etc/x"
+            check(&|b| link(b, tar::EntryType::Symlink, "s/up", "../..")),
+            escaping_link_message("s/up", "../..")
         );
+        // A hard link to anything but an earlier file of this archive.
         assert_eq!(
-            check(&format!("lrwxrwxrwx u/g 0 {DATE} l -> /etc/passwd")),
-            "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: l -> /etc/passwd"
-        );
-        assert_eq!(
-            check(&format!("lrwxrwxrwx u/g 0 {DATE} d/l -> ../../x")),
-            "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: d/l -> ../../x"
-        );
-        assert_eq!(
-            check(&format!("hrw-r--r-- u/g 0 {DATE} h link to ../x")),
-            "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: h link to ../x"
-                .replace("h link to ../x", "h -> ../x")
-        );
-        assert_eq!(
-            check(&format!("lrwxrwxrwx u/g 0 {DATE} dangling")),
-            format!(
-                "Kubernetes syncOut refusing unparseable symlink entry: lrwxrwxrwx u/g 0 {DATE} dangling"
-            )
-        );
-        assert_eq!(
-            check(&format!("hrw-r--r-- u/g 0 {DATE} lonely")),
-            format!(
-                "Kubernetes syncOut refusing unparseable hardlink entry: hrw-r--r-- u/g 0 {DATE} lonely"
-            )
-        );
-        assert_eq!(
-            check(&format!("crw-r--r-- u/g 1,3 {DATE} null")),
-            format!(
-                "Kubernetes syncOut refusing tarball with an unparseable entry listing: crw-r--r-- u/g 1,3 {DATE} null"
-            )
+            check(&|b| {
+                link(b, tar::EntryType::Symlink, "d", ".");
+                link(b, tar::EntryType::Link, "h", "d/passwd");
+            }),
+            escaping_link_message("h", "d/passwd")
         );
     }
 }

@@ -1,0 +1,200 @@
+//! A hostile sandbox against the host (issue 15, attacks 1 and 4's FIFO): trees a root agent
+//! builds in a real emulator pod with an ordinary execute, synced out by the real provider.
+//! Each case asserts the catalogued refusal and that nothing outside the destination changed
+//! (a victim directory and the destination's parent are snapshotted around the call).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
+use kubernetes::KubernetesProvider;
+use sandbox_core::NullSink;
+use serde_json::{Value, json};
+
+struct Lease {
+    config: Value,
+    lease: Value,
+}
+
+impl Lease {
+    async fn acquire(emu: &KubernetesEmulator, provider: &KubernetesProvider) -> Lease {
+        let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
+            "backend": "sandbox-cr", "egressMode": "cilium"});
+        let acquired = provider
+            .acquire(
+                &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-h"}),
+                &NullSink,
+            )
+            .await
+            .unwrap();
+        let mut metadata = acquired["metadata"].clone();
+        metadata["remoteCwd"] = json!("/workspace");
+        Lease {
+            config,
+            lease: json!({"providerLeaseId": acquired["providerLeaseId"], "metadata": metadata}),
+        }
+    }
+
+    fn params(&self, operations: Value) -> Value {
+        json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
+            "operations": operations})
+    }
+
+    async fn sh(&self, provider: &KubernetesProvider, script: &str) {
+        let result = provider
+            .execute(
+                &json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
+                    "command": "sh", "args": ["-c", script], "timeoutMs": 30000}),
+                &NullSink,
+            )
+            .await
+            .unwrap();
+        assert_eq!(result["exitCode"], json!(0), "{result}");
+    }
+}
+
+/// Every path under `root` (not following links) with what it is: a link's target, a file's
+/// bytes, or a directory mark.
+fn snapshot(root: &Path, skip: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path == skip {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                "dir".to_owned()
+            } else {
+                format!("{:?}", std::fs::read(&path).unwrap())
+            };
+            out.insert(path, what);
+        }
+    }
+    out
+}
+
+/// Every link under `dest` resolves inside it (or dangles inside it).
+fn links_stay_inside(dest: &Path) {
+    let real = std::fs::canonicalize(dest).unwrap();
+    for (path, what) in snapshot(dest, Path::new("/nonexistent")) {
+        if let (true, Ok(resolved)) = (what.starts_with("->"), std::fs::canonicalize(&path)) {
+            assert!(resolved.starts_with(&real), "{} escapes", path.display());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
+    let emu = KubernetesEmulator::start(KubeEmulatorOptions::for_tests())
+        .await
+        .expect("emulator starts");
+    let provider = KubernetesProvider::new();
+    let lease = Lease::acquire(&emu, &provider).await;
+    let host = tempfile::tempdir().unwrap();
+    let victim = host.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("keep"), b"host data").unwrap();
+    let out = host.path().join("out");
+    let sync_out = |source: &str, kind: &str, target: &Path| {
+        lease.params(json!([{"operationId": "o", "files": [
+            {"kind": kind, "sourcePath": source, "targetPath": target}]}]))
+    };
+
+    // 1. A link named `x -> y` (the listing parser split at its first ` -> `), and link chains
+    //    confined only as text: `d -> .` then `up -> d/..` (the destination's parent).
+    lease
+        .sh(
+            &provider,
+            "mkdir -p /workspace/named /workspace/chain && ln -s /etc/passwd '/workspace/named/x -> y' \
+             && ln -s . /workspace/chain/d && ln -s d/.. /workspace/chain/up && ln -s up/victim /workspace/chain/v",
+        )
+        .await;
+    for (source, prefix) in [
+        (
+            "/workspace/named",
+            "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: ",
+        ),
+        (
+            "/workspace/chain",
+            "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: ",
+        ),
+    ] {
+        let before = snapshot(host.path(), &out);
+        let e = provider
+            .sync_out(&sync_out(source, "directory", &out), &NullSink)
+            .await
+            .unwrap_err();
+        assert!(e.message.starts_with(prefix), "{source}: {}", e.message);
+        assert_eq!(snapshot(host.path(), &out), before, "{source}");
+        assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+    }
+
+    // 2. A link an older version left in the destination is never written through: a later
+    //    sync-out of `l/pwned` refuses instead of creating VICTIM_DIR/pwned.
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("l")).unwrap();
+    lease
+        .sh(
+            &provider,
+            "mkdir -p /workspace/later/l && echo pwned > /workspace/later/l/pwned",
+        )
+        .await;
+    let before = snapshot(host.path(), &out);
+    let e = provider
+        .sync_out(&sync_out("/workspace/later", "directory", &out), &NullSink)
+        .await
+        .unwrap_err();
+    assert!(
+        e.message.starts_with(
+            "Kubernetes syncOut refusing tarball member that escapes the extraction dir: "
+        ),
+        "{}",
+        e.message
+    );
+    assert_eq!(snapshot(host.path(), &out), before);
+    assert!(!victim.join("pwned").exists());
+    std::fs::remove_file(out.join("l")).unwrap();
+
+    // 3. What a confined tree of links, hard links and a FIFO gives: links that resolve
+    //    inside, the hard link as a file, no FIFO on the host.
+    lease
+        .sh(
+            &provider,
+            "mkdir -p /workspace/ok/sub && echo a > /workspace/ok/a && ln /workspace/ok/a /workspace/ok/sub/h \
+             && ln -s ../a /workspace/ok/sub/l && ln -s sub/l /workspace/ok/l2 && mkfifo /workspace/ok/fifo",
+        )
+        .await;
+    let ok = host.path().join("ok");
+    provider
+        .sync_out(&sync_out("/workspace/ok", "directory", &ok), &NullSink)
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(ok.join("sub/h")).unwrap(), b"a\n");
+    assert_eq!(std::fs::read(ok.join("l2")).unwrap(), b"a\n");
+    assert!(std::fs::symlink_metadata(ok.join("fifo")).is_err());
+    links_stay_inside(&ok);
+
+    // 4. A FIFO as a file source fails at once (it used to block the open until
+    //    podActivityDeadlineSec).
+    lease.sh(&provider, "mkfifo /workspace/pipe").await;
+    let e = provider
+        .sync_out(
+            &sync_out("/workspace/pipe", "file", &host.path().join("pipe")),
+            &NullSink,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "Kubernetes syncOut file transfer failed (exit 45): NOTREG"
+    );
+    assert!(!host.path().join("pipe").exists());
+    assert_eq!(std::fs::read(victim.join("keep")).unwrap(), b"host data");
+    emu.shutdown().await;
+}

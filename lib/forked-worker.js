@@ -5,12 +5,44 @@
 import { fork } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { JsonRpcPeer, initializeParams } from "./json-rpc.js";
-import { repoRoot } from "./paths.js";
+import { packageRoot } from "./paths.js";
+
+const require = createRequire(import.meta.url);
+
+/** The plugin package of each provider. */
+export const PLUGIN_PACKAGES = {
+  createos: "@paperclipai/plugin-createos",
+  kubernetes: "@paperclipai/plugin-kubernetes",
+};
+
+/**
+ * The root of a provider's plugin package: the one Node resolves from this package (the npm
+ * workspace link in a checkout, a sibling in an npm install), else the plugin whose own
+ * node_modules holds this package (a self-contained local-path layout). A path is taken as is.
+ */
+export function pluginRoot(plugin) {
+  if (path.isAbsolute(plugin)) return plugin;
+  const name = PLUGIN_PACKAGES[plugin];
+  if (!name) throw new Error(`unknown provider: ${plugin}`);
+  try {
+    return realpathSync(path.dirname(require.resolve(`${name}/package.json`)));
+  } catch {
+    // not installed beside this package
+  }
+  const enclosing = path.resolve(packageRoot, "../..");
+  const enclosingJson = path.join(enclosing, "package.json");
+  if (path.basename(path.dirname(packageRoot)) === "node_modules" && existsSync(enclosingJson)) {
+    if (JSON.parse(readFileSync(enclosingJson, "utf8")).name === name) return enclosing;
+  }
+  throw new Error(`the ${plugin} plugin package ${name} is not installed beside paperclip-sandbox-native (npm install ${name})`);
+}
 
 export class ForkedWorker {
   stderr = "";
@@ -26,13 +58,12 @@ export class ForkedWorker {
     this.exited = once(child, "exit").then(([code, signal]) => ({ code, signal }));
   }
 
-  /** Loads `plugins/<name>`'s manifest, forks its worker and sends `initialize`. */
-  static async start(pluginName, { env = {} } = {}) {
-    const packageRoot = path.join(repoRoot, "plugins", pluginName);
-    const packageJson = JSON.parse(await readFile(path.join(packageRoot, "package.json"), "utf8"));
-    const manifestUrl = pathToFileURL(path.join(packageRoot, packageJson.paperclipPlugin.manifest));
-    const manifest = (await import(manifestUrl.href)).default;
-    const entrypoint = path.resolve(packageRoot, manifest.entrypoints.worker);
+  /**
+   * Loads a plugin package's manifest (a provider name, see `pluginRoot`, or a package root),
+   * forks the worker its `entrypoints.worker` names and sends `initialize`.
+   */
+  static async start(plugin, { env = {} } = {}) {
+    const { manifest, entrypoint } = await pluginEntry(pluginRoot(plugin));
     const child = fork(entrypoint, [], {
       stdio: ["pipe", "pipe", "pipe", "ipc"],
       detached: false,
@@ -45,6 +76,7 @@ export class ForkedWorker {
       },
     });
     const worker = new ForkedWorker(child, manifest);
+    worker.entrypoint = entrypoint;
     worker.initializeResult = await worker.rpc.call("initialize", initializeParams(manifest));
     return worker;
   }
@@ -67,4 +99,16 @@ export class ForkedWorker {
   kill() {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
   }
+}
+
+/**
+ * A plugin package's manifest and worker file, found as the host finds them: the manifest from
+ * `paperclipPlugin.manifest`, the worker from the manifest's `entrypoints.worker`, resolved
+ * against the package root.
+ */
+export async function pluginEntry(root) {
+  const packageJson = JSON.parse(await readFile(path.join(root, "package.json"), "utf8"));
+  const manifestUrl = pathToFileURL(path.join(root, packageJson.paperclipPlugin.manifest));
+  const manifest = (await import(manifestUrl.href)).default;
+  return { manifest, entrypoint: path.resolve(root, manifest.entrypoints.worker) };
 }

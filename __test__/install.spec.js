@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../lib/emulators.js";
 import { ForkedWorker } from "../lib/forked-worker.js";
-import { pack } from "../scripts/pack.js";
+import { layoutLocal, pack } from "../scripts/pack.js";
 import { repoRoot } from "./support/paths.js";
 import { npmEnv, run, startRegistry } from "./support/registry.js";
 
@@ -197,6 +197,28 @@ describe("installed from a local registry with --ignore-scripts", () => {
     expect(checked.code).toBe(0);
     expect(checked.stdout).not.toContain(createosEmulator.apiKey);
     expect((await runExit(cli, ["check", "--provider", "kubernetes", "--config", config], options)).code).toBe(1);
+  }, TIMEOUT);
+
+  it("lays out self-contained local-path plugins the host accepts", async () => {
+    const folders = layoutLocal(tarballs, { out: path.join(work, "local"), registry: registry.url });
+    expect(existsSync(canaryLog)).toBe(false);
+    for (const [provider, dir] of Object.entries(folders)) {
+      const json = JSON.parse(await readFile(path.join(dir, "package.json"), "utf8"));
+      // The host's standalone check: the SDK and every `dependencies` entry in the package's own node_modules.
+      for (const name of ["@paperclipai/plugin-sdk", ...Object.keys(json.dependencies)]) {
+        expect(existsSync(path.join(dir, "node_modules", name, "package.json"))).toBe(true);
+      }
+      expect(existsSync(path.join(dir, json.paperclipPlugin.manifest))).toBe(true);
+      const worker = await ForkedWorker.start(dir);
+      try {
+        const maps = await readFile(`/proc/${worker.child.pid}/maps`, "utf8");
+        expect(maps).toContain(path.join(dir, "node_modules", PLATFORM_PACKAGE));
+        expect(await worker.call("environmentValidateConfig", { driverKey: provider, config: {} })).toMatchObject({ ok: false });
+        expect((await worker.shutdown()).exit).toEqual({ code: 0, signal: null });
+      } finally {
+        worker.kill();
+      }
+    }
   }, TIMEOUT);
 
   it("without its platform package, says which platform and package", async () => {

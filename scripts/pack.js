@@ -4,7 +4,8 @@
 //     each per-platform package, pinned to its own version, as `napi prepublish` writes them),
 //   paperclip-sandbox-native-<platform> for the binary built here (npm/<platform>, its `.node` only),
 //   @paperclipai/plugin-createos and @paperclipai/plugin-kubernetes (exact-version dependency).
-// Builds the release addon first unless --no-build (tests reuse one build). The published root
+// With --local, also lays each plugin out as a self-contained folder in dist/local/ (see
+// layoutLocal). Builds the release addon first unless --no-build (tests reuse one build). The published root
 // manifest has no scripts: consumers install with --ignore-scripts and have no Rust sources.
 
 import { execFileSync } from "node:child_process";
@@ -78,9 +79,39 @@ export function pack({ out = path.join(repoRoot, "dist/npm"), build = true } = {
   return { version, root: rootTarball, platform: platformTarball, plugins };
 }
 
+/**
+ * A self-contained local-path layout of each plugin, for `paperclipai plugin install --local DIR`
+ * or PAPERCLIP_KUBERNETES_PLUGIN_PATH: `<out>/<plugin>/` holds the plugin's dist/ and
+ * package.json and a node_modules with every dependency physically present (the host refuses a
+ * sandbox provider whose dependencies are not in its own node_modules): the SDK from the registry
+ * (`registry`, default npm's), the native package and its platform package from the tarballs.
+ * No install script runs. Returns {createos, kubernetes} folder paths.
+ */
+export function layoutLocal(tarballs, { out = path.join(repoRoot, "dist/local"), registry } = {}) {
+  rmSync(out, { recursive: true, force: true });
+  const folders = {};
+  for (const [plugin, tarball] of Object.entries(tarballs.plugins)) {
+    const dir = path.join(out, `plugin-${plugin}`);
+    mkdirSync(dir, { recursive: true });
+    execFileSync("tar", ["xzf", tarball, "-C", dir, "--strip-components=1"]);
+    const args = ["install", "--ignore-scripts", "--omit=dev", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", "--install-links"];
+    if (registry) args.push("--registry", registry);
+    execFileSync("npm", [...args, tarballs.root, tarballs.platform], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+    const json = readJson(path.join(dir, "package.json"));
+    for (const name of Object.keys(json.dependencies ?? {})) {
+      if (!existsSync(path.join(dir, "node_modules", name, "package.json"))) throw new Error(`${dir}: ${name} is not in its node_modules`);
+    }
+    folders[plugin] = dir;
+  }
+  return folders;
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const args = process.argv.slice(2);
   const outAt = args.indexOf("--out");
   const result = pack({ build: !args.includes("--no-build"), out: outAt >= 0 ? path.resolve(args[outAt + 1]) : undefined });
   for (const file of [result.root, result.platform, ...Object.values(result.plugins)]) console.log(path.relative(process.cwd(), file));
+  if (args.includes("--local")) {
+    for (const dir of Object.values(layoutLocal(result))) console.log(path.relative(process.cwd(), dir));
+  }
 }

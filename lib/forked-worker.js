@@ -23,23 +23,23 @@ export const PLUGIN_PACKAGES = {
 };
 
 /**
- * The root of a provider's plugin package: the one Node resolves from this package (the npm
- * workspace link in a checkout, a sibling in an npm install), else the plugin whose own
- * node_modules holds this package (a self-contained local-path layout). A path is taken as is.
+ * The root of a provider's plugin package: the plugin whose own node_modules holds this package
+ * (a self-contained local-path layout), else the one Node resolves from here (the npm workspace
+ * link in a checkout, a sibling in an npm install). A path is taken as is.
  */
 export function pluginRoot(plugin) {
   if (path.isAbsolute(plugin)) return plugin;
   const name = PLUGIN_PACKAGES[plugin];
   if (!name) throw new Error(`unknown provider: ${plugin}`);
-  try {
-    return realpathSync(path.dirname(require.resolve(`${name}/package.json`)));
-  } catch {
-    // not installed beside this package
-  }
   const enclosing = path.resolve(packageRoot, "../..");
   const enclosingJson = path.join(enclosing, "package.json");
   if (path.basename(path.dirname(packageRoot)) === "node_modules" && existsSync(enclosingJson)) {
     if (JSON.parse(readFileSync(enclosingJson, "utf8")).name === name) return enclosing;
+  }
+  try {
+    return realpathSync(path.dirname(require.resolve(`${name}/package.json`)));
+  } catch {
+    // not installed beside this package
   }
   throw new Error(`the ${plugin} plugin package ${name} is not installed beside paperclip-sandbox-native (npm install ${name})`);
 }

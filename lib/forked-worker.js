@@ -47,25 +47,27 @@ export function pluginRoot(plugin) {
 export class ForkedWorker {
   stderr = "";
 
-  constructor(child, manifest) {
+  /** `retain: false`: a lean peer (see JsonRpcPeer) and stderr kept to its first 64 KiB. */
+  constructor(child, manifest, { retain = true } = {}) {
     this.child = child;
+    this.pid = child.pid;
     this.manifest = manifest;
-    this.rpc = new JsonRpcPeer(child.stdout, child.stdin);
+    this.rpc = new JsonRpcPeer(child.stdout, child.stdin, { retain });
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (chunk) => {
-      this.stderr += chunk;
+      if (retain || this.stderr.length < 64_000) this.stderr += chunk;
     });
     this.exited = once(child, "exit").then(([code, signal]) => ({ code, signal }));
   }
 
   /**
-   * Loads a plugin package's manifest (a provider name, see `pluginRoot`, or a package root),
-   * forks the worker its `entrypoints.worker` names and sends `initialize`.
+   * Forks `entrypoint` as the host does: stdio pipes plus an (unused) ipc channel, the host's
+   * minimal environment plus `env`, and `execArgv` as Node's own flags (the host passes none).
    */
-  static async start(plugin, { env = {} } = {}) {
-    const { manifest, entrypoint } = await pluginEntry(pluginRoot(plugin));
+  static fork(entrypoint, { env = {}, execArgv = [], manifest = null, retain = true } = {}) {
     const child = fork(entrypoint, [], {
       stdio: ["pipe", "pipe", "pipe", "ipc"],
+      execArgv,
       detached: false,
       env: {
         PATH: process.env.PATH,
@@ -75,8 +77,18 @@ export class ForkedWorker {
         ...env,
       },
     });
-    const worker = new ForkedWorker(child, manifest);
+    const worker = new ForkedWorker(child, manifest, { retain });
     worker.entrypoint = entrypoint;
+    return worker;
+  }
+
+  /**
+   * Loads a plugin package's manifest (a provider name, see `pluginRoot`, or a package root),
+   * forks the worker its `entrypoints.worker` names and sends `initialize`.
+   */
+  static async start(plugin, { env = {} } = {}) {
+    const { manifest, entrypoint } = await pluginEntry(pluginRoot(plugin));
+    const worker = ForkedWorker.fork(entrypoint, { env, manifest });
     worker.initializeResult = await worker.rpc.call("initialize", initializeParams(manifest));
     return worker;
   }

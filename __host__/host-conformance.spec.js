@@ -16,7 +16,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
+import { startEmulator } from "../lib/emulators.js";
 import { repoRoot } from "../scripts/lib/paths.js";
 import { startHost, step } from "./support/host.js";
 

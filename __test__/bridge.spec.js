@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import * as native from "../index.js";
 import { createHostBridge, invoke } from "../plugin-kit/index.js";
-import { JsonRpcPeer, initializeParams } from "../scripts/lib/json-rpc.js";
+import { JsonRpcPeer, initializeParams } from "../lib/json-rpc.js";
 
 const manifest = {
   id: "paperclip.bridge-test",

@@ -12,8 +12,8 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
-import { EMULATOR_ARGS } from "../scripts/lib/lifecycle.js";
+import { startEmulator } from "../lib/emulators.js";
+import { EMULATOR_ARGS } from "../lib/lifecycle.js";
 import { repoRoot } from "../scripts/lib/paths.js";
 
 const CLI = path.join(repoRoot, "bin/paperclip-sandbox.js");

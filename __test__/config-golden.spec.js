@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import createosPlugin, { manifest as createosManifest } from "../plugins/createos/dist/index.js";
 import kubernetesPlugin, { manifest as kubernetesManifest } from "../plugins/kubernetes/dist/index.js";
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 import { loadCases, outcomeOf } from "./support/golden.js";
 
 /** `onEnvironmentValidateConfig` → `environmentValidateConfig`. */

@@ -7,8 +7,8 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { startEmulator } from "../lib/emulators.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 
 const CANARY_KEY = "canary-key-3f9d2b71-never-print-me";
 

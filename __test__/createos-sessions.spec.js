@@ -3,8 +3,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { startEmulator } from "../lib/emulators.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 
 const CANARY_KEY = "canary-key-5a7c-sessions-never-print-me";
 // A stand-in login CLI: greets, echoes one line of input, exits 5.

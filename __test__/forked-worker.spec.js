@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 
 const providers = [
   {

@@ -8,8 +8,8 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { startEmulator } from "../lib/emulators.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 
 const CANARY_TOKEN = "canary-token-8c1e55d0-never-print-me";
 const JOB_SHIM = "/usr/local/bin/paperclip-agent-shim";

@@ -6,8 +6,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { startEmulator } from "../lib/emulators.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 
 const CANARY_KEY = "canary-key-shutdown-8c1f5e2d-never-print-me";
 /** The host's grace period between `shutdown` and SIGKILL. */

@@ -18,7 +18,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
+import { startEmulator } from "../lib/emulators.js";
 import { coldStartFigures } from "./figures/cold-start.js";
 import { memoryFigures } from "./figures/memory.js";
 import { stallFigures } from "./figures/stall.js";

@@ -278,8 +278,8 @@ async function check(args) {
   }
 
   const { readFile } = await import("node:fs/promises");
-  const { startEmulator } = await import("../scripts/lib/emulators.js");
-  const { EMULATOR_ARGS, Lifecycle, Reporter, maskConfig, onCtrlC, secretsOf } = await import("../scripts/lib/lifecycle.js");
+  const { startEmulator } = await import("../lib/emulators.js");
+  const { EMULATOR_ARGS, Lifecycle, Reporter, maskConfig, onCtrlC, secretsOf } = await import("../lib/lifecycle.js");
   const out = options.json ? process.stderr : process.stdout;
   const reporter = new Reporter({ stream: out });
   const provider = options.provider;

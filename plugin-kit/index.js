@@ -3,24 +3,117 @@
 // here; anything that decides something belongs in the Rust crates.
 
 import { AsyncResource } from "node:async_hooks";
+import { createRequire } from "node:module";
+import path from "node:path";
 
+const require = createRequire(import.meta.url);
+
+
+const NATIVE_PACKAGE = "paperclip-sandbox-native";
+
+/** `x86_64-unknown-linux-musl` -> `linux-x64-musl`: napi-rs' name for a target's package suffix. */
+function platformOfTriple(triple) {
+  const [arch, , os, abi] = triple.split("-");
+  const cpu = { x86_64: "x64", aarch64: "arm64" }[arch] ?? arch;
+  if (triple.includes("apple-darwin")) return `darwin-${cpu}`;
+  return abi ? `${os}-${cpu}-${abi}` : `${os}-${cpu}`;
+}
+
+/** This process's platform in napi-rs' naming (`linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`). */
+export function currentPlatform() {
+  if (process.platform !== "linux") return `${process.platform}-${process.arch}`;
+  const glibc = process.report?.getReport?.()?.header?.glibcVersionRuntime;
+  return `linux-${process.arch}-${glibc ? "gnu" : "musl"}`;
+}
+
+function nativePackageJson() {
+  return require(`${NATIVE_PACKAGE}/package.json`);
+}
+
+/** Every message of an error and its causes (napi-rs chains each attempt as a `cause`). */
+function causeMessages(error) {
+  const messages = [];
+  for (let at = error, depth = 0; at && depth < 20; at = at.cause, depth += 1) {
+    messages.push(at instanceof Error ? at.message : String(at));
+  }
+  return messages;
+}
 
 /**
- * Loads the native addon, with a message that says what to do when it was never built
- * (napi-rs' default blames npm's optional dependencies, which is misleading for a source build).
+ * The loader's failure, said so that a user knows what to do: a binary built for another Node.js
+ * ABI, a binary that is not for this machine, or no binary for this platform at all (naming the
+ * platform and the package that should have carried it).
  */
-export async function loadNative() {
+function explainLoadFailure(cause) {
+  const native = nativePackageJson();
+  const platform = currentPlatform();
+  const carrier = `${NATIVE_PACKAGE}-${platform}@${native.version}`;
+  const node = `Node.js ${process.versions.node} (ABI ${process.versions.modules}, N-API ${process.versions.napi})`;
+  const messages = causeMessages(cause);
+  const abi = messages.find((message) => /NODE_MODULE_VERSION|undefined symbol: napi_|did not self-register/.test(message));
+  if (abi) {
+    const built = /using\s+NODE_MODULE_VERSION (\d+)/.exec(abi)?.[1];
+    const file = /^The module '([^']+)'/.exec(abi)?.[1] ?? /^([^:]+\.node)/.exec(abi)?.[1] ?? "the native binary";
+    return (
+      `${NATIVE_PACKAGE}: ${file} was built for another Node.js ABI` +
+      `${built ? ` (NODE_MODULE_VERSION ${built})` : ""} and cannot load in ${node}. ` +
+      `Reinstall ${carrier} under the Node.js that runs the host (Node.js >= 24.11), or rebuild from source (npm run build).`
+    );
+  }
+  const foreign = messages.find((message) => /invalid ELF header|wrong ELF class|not a mach-o file|cannot open shared object|mach-o, but wrong architecture/i.test(message));
+  if (foreign) {
+    return `${NATIVE_PACKAGE}: the native binary for ${platform} cannot be loaded on this machine (${foreign.split("\n")[0]}). Reinstall ${carrier}, or rebuild from source (npm run build).`;
+  }
+  const targets = (native.napi?.targets ?? []).map(platformOfTriple);
+  if (targets.length > 0 && !targets.includes(platform)) {
+    return `${NATIVE_PACKAGE}: no native binary is built for this platform (${platform}); prebuilt packages exist for ${targets.join(", ")}. Build from source in a checkout of the repository (npm install, needs Rust >= 1.88).`;
+  }
+  return (
+    `${NATIVE_PACKAGE}: no native binary for this platform (${platform}, ${node}): the package ${carrier}, ` +
+    `an optional dependency of ${NATIVE_PACKAGE}, should carry it and is not installed ` +
+    `(npm skips it with --omit=optional, or when the lockfile was written on another platform). ` +
+    `Install it (npm install ${carrier}), or build from source in a checkout (npm install, needs Rust >= 1.88).`
+  );
+}
+
+/**
+ * A plugin package depends on the native package by exact version; the one Node resolved must be
+ * that version (a copied-in or deduplicated other version would answer with other hooks/messages).
+ */
+function checkPluginDependency(pluginUrl) {
+  const pluginRequire = createRequire(pluginUrl);
+  let pluginJson;
   try {
-    return await import("paperclip-sandbox-native");
+    pluginJson = pluginRequire("../package.json");
+  } catch {
+    return;
+  }
+  const wanted = pluginJson.dependencies?.[NATIVE_PACKAGE];
+  if (!wanted || !/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(wanted)) return;
+  const nativeJsonPath = pluginRequire.resolve(`${NATIVE_PACKAGE}/package.json`);
+  const found = pluginRequire(nativeJsonPath).version;
+  if (found !== wanted) {
+    throw new Error(
+      `${pluginJson.name} ${pluginJson.version} needs ${NATIVE_PACKAGE} ${wanted} exactly, but ${path.dirname(nativeJsonPath)} is ${found}. ` +
+        `Reinstall the plugin so that it gets its own copy (npm install ${pluginJson.name}@${pluginJson.version}), ` +
+        `or put ${NATIVE_PACKAGE}@${wanted} in the plugin's node_modules.`,
+    );
+  }
+}
+
+/**
+ * Loads the native addon. With `plugin` (the plugin module's `import.meta.url`), first checks that
+ * the native package Node resolves for that plugin is the exact version it depends on. A load
+ * failure is reported as what it is (no binary for this platform, another ABI) instead of
+ * napi-rs' generic hint about npm's optional dependencies; the loader's error stays the `cause`.
+ */
+export async function loadNative({ plugin } = {}) {
+  if (plugin) checkPluginDependency(plugin);
+  try {
+    return await import(NATIVE_PACKAGE);
   } catch (cause) {
     const detail = cause instanceof Error ? cause.message : String(cause);
-    if (detail.includes("Cannot find native binding")) {
-      throw new Error(
-        "paperclip-sandbox-native: the native addon is not built; run `npm install` or `npm run build` " +
-          "in the paperclip-sandbox-native package (needs Rust >= 1.88 and cargo).",
-        { cause },
-      );
-    }
+    if (detail.includes("Cannot find native binding")) throw new Error(explainLoadFailure(cause), { cause });
     throw cause;
   }
 }

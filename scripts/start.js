@@ -1,14 +1,14 @@
 // `npm start`: the main job on the embedded emulators. Starts the local CreateOS and
 // Kubernetes API emulators, forks each plugin's worker exactly as the Paperclip host does, and
 // runs a lease lifecycle on each (validate, probe, acquire, realize, sync in, execute with live
-// output, sync out, release; Kubernetes on both backends) through scripts/lib/lifecycle.js, the
+// output, sync out, release; Kubernetes on both backends) through lib/lifecycle.js, the
 // implementation `paperclip-sandbox check` shares. Exits 0 with nothing left running, 1 if any
 // step failed, 130 on Ctrl-C (after cleaning up).
 
 import { readFile } from "node:fs/promises";
 
-import { startEmulator } from "./lib/emulators.js";
-import { EMULATOR_ARGS, Lifecycle, Reporter, onCtrlC } from "./lib/lifecycle.js";
+import { startEmulator } from "../lib/emulators.js";
+import { EMULATOR_ARGS, Lifecycle, Reporter, onCtrlC } from "../lib/lifecycle.js";
 
 const reporter = new Reporter();
 const emulators = [];

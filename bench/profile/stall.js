@@ -12,7 +12,7 @@ import { readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
-import { startEmulator } from "../../scripts/lib/emulators.js";
+import { startEmulator } from "../../lib/emulators.js";
 import { pool } from "../lib/common.js";
 import { BenchWorker, initializeParams, pluginEntry } from "../lib/host.js";
 import { probeDir, readProbe } from "../lib/probe.js";

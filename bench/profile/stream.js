@@ -15,7 +15,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-import { startEmulator } from "../../scripts/lib/emulators.js";
+import { startEmulator } from "../../lib/emulators.js";
 import { BenchWorker, initializeParams, pluginEntry, procCpuSeconds, procStatus, resetPeakRss } from "../lib/host.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -7,9 +7,13 @@ use std::path::PathBuf;
 use error_catalog::{Entry, Origin, Provider, Template, entries, explain, provider_entries};
 
 fn contract_lines(file: &str) -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/contract")
-        .join(file);
+    // The repository's copy of the contract (tests/data/contract), or `$PAPERCLIP_CONTRACT_DIR`
+    // (error-catalog has no dependency on sandbox-core, whose `golden::contract_file` reads the same).
+    let dir = match std::env::var_os("PAPERCLIP_CONTRACT_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/contract"),
+    };
+    let path = dir.join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()

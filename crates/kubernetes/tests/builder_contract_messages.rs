@@ -2,8 +2,6 @@
 //! produced through the code path that raises it and compared with its contract line, whose
 //! `${…}` placeholders are filled with the values the trigger uses.
 
-use std::path::PathBuf;
-
 use kubernetes::acquire_precheck::prepare_acquire;
 use kubernetes::builders::{
     ContainerResources, HardStop, SandboxApiVersion, SandboxCrManifestInput,
@@ -18,8 +16,7 @@ use serde_json::{Value, json};
 const NOW_MS: f64 = 1_767_225_600_000.0;
 
 fn contract_lines() -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/contract/kubernetes-errors.txt");
+    let path = sandbox_core::golden::contract_file("kubernetes-errors.txt");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines().map(str::to_string).collect()

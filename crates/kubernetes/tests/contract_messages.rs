@@ -2,8 +2,6 @@
 //! produced through the code path that raises it and compared with the contract text (its
 //! `${…}` placeholders filled with the values the trigger uses).
 
-use std::path::PathBuf;
-
 use kubernetes::adapters::get_adapter_defaults;
 use kubernetes::config::zod::default_error_message;
 use kubernetes::egress_warnings::acquire_console_warning;
@@ -14,8 +12,7 @@ use serde_json::{Value, json};
 
 /// The contract list shipped beside the golden vectors.
 fn contract_lines() -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/contract/kubernetes-errors.txt");
+    let path = sandbox_core::golden::contract_file("kubernetes-errors.txt");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines().map(str::to_string).collect()

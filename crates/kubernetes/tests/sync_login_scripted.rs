@@ -204,8 +204,7 @@ fn constants_are_the_contract_lines() {
     use kubernetes::sync::hooks::{
         SYNC_POD_UNRESOLVED, SYNC_REQUIRES_LEASE_ID, SYNC_REQUIRES_REMOTE_DIR,
     };
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/contract/kubernetes-errors.txt");
+    let path = sandbox_core::golden::contract_file("kubernetes-errors.txt");
     let text = std::fs::read_to_string(path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     for constant in [

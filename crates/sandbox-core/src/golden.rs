@@ -1,4 +1,5 @@
-//! Golden vectors recorded from the original implementation (`../shared/golden`).
+//! Golden vectors recorded from the original implementation (`tests/data/golden`, kept in the
+//! repository as test data, with the error contract beside it in `tests/data/contract`).
 //!
 //! A case passes when our output, serialised to JSON, is identical to the recorded value
 //! (key order included). The folder named by `PAPERCLIP_GOLDEN_DIR` replaces the default one, so
@@ -24,12 +25,28 @@ struct CaseFile {
     cases: Vec<Case>,
 }
 
-/// The folder holding the vectors: `$PAPERCLIP_GOLDEN_DIR`, else the shared folder beside the repo.
-pub fn golden_dir() -> PathBuf {
-    match std::env::var_os("PAPERCLIP_GOLDEN_DIR") {
+/// The repository's test data folder (`tests/data` at the workspace root).
+fn test_data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
+}
+
+/// `$name` when set and non-empty, else `tests/data/<default>`.
+fn data_dir(variable: &str, default: &str) -> PathBuf {
+    match std::env::var_os(variable) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/golden"),
+        _ => test_data_dir().join(default),
     }
+}
+
+/// The folder holding the vectors: `$PAPERCLIP_GOLDEN_DIR`, else `tests/data/golden`.
+pub fn golden_dir() -> PathBuf {
+    data_dir("PAPERCLIP_GOLDEN_DIR", "golden")
+}
+
+/// A file of the error contract (`createos-errors.txt`, `kubernetes-errors.txt`):
+/// `$PAPERCLIP_CONTRACT_DIR/<file>`, else `tests/data/contract/<file>`.
+pub fn contract_file(file: &str) -> PathBuf {
+    data_dir("PAPERCLIP_CONTRACT_DIR", "contract").join(file)
 }
 
 /// Loads `<golden_dir>/<relative>` (e.g. `createos/config.json`). Panics with the path when the

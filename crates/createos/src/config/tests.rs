@@ -537,11 +537,9 @@ fn rootfs_prefers_the_adapter_entry() {
 /// Every constant here must be a line of the shared contract, byte for byte.
 #[test]
 fn messages_are_contract_lines() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/contract/createos-errors.txt"
-    );
-    let contract = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let path = sandbox_core::golden::contract_file("createos-errors.txt");
+    let contract =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let lines: Vec<&str> = contract.lines().collect();
     for message in [
         API_URL_REQUIRED,

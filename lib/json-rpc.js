@@ -2,7 +2,39 @@
 // streams, as the Paperclip host speaks it. Used both over PassThrough streams (in-process SDK
 // host) and over a forked worker's stdio.
 
-import { createInterface } from "node:readline";
+/**
+ * Calls `onLine` with each newline-terminated line of `input` (UTF-8). Only the new chunk is
+ * searched for newlines, so a long line (a 64 MiB execute result) arriving in many chunks costs
+ * linear time, not the quadratic rescans of re-joining it per chunk.
+ */
+function readLines(input, onLine, onClose) {
+  let parts = [];
+  input.setEncoding("utf8");
+  input.on("data", (chunk) => {
+    let start = 0;
+    let nl;
+    while ((nl = chunk.indexOf("\n", start)) !== -1) {
+      let line = chunk.slice(start, nl);
+      if (parts.length > 0) {
+        parts.push(line);
+        line = parts.join("");
+        parts = [];
+      }
+      start = nl + 1;
+      if (line.endsWith("\r")) line = line.slice(0, -1);
+      if (line.length > 0) onLine(line);
+    }
+    if (start < chunk.length) parts.push(start === 0 ? chunk : chunk.slice(start));
+  });
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    onClose();
+  };
+  input.once("end", close);
+  input.once("close", close);
+}
 
 export class JsonRpcPeer {
   #nextId = 1;
@@ -18,20 +50,29 @@ export class JsonRpcPeer {
   /** Listeners called with each notification as it arrives. */
   #listeners = new Set();
 
-  constructor(input, output) {
+  #retain;
+
+  /**
+   * `retain: false` keeps neither `lines` nor `notifications` (listeners still see every
+   * notification), so a benchmark does not also measure the host holding every line it read.
+   */
+  constructor(input, output, { retain = true } = {}) {
     this.#output = output;
-    const reader = createInterface({ input, crlfDelay: Infinity });
-    reader.on("line", (line) => this.#onLine(line));
-    reader.on("close", () => {
-      for (const { reject } of this.#pending.values()) {
-        reject(new Error("worker stream closed before the reply"));
-      }
-      this.#pending.clear();
-    });
+    this.#retain = retain;
+    readLines(
+      input,
+      (line) => this.#onLine(line),
+      () => {
+        for (const { reject } of this.#pending.values()) {
+          reject(new Error("worker stream closed before the reply"));
+        }
+        this.#pending.clear();
+      },
+    );
   }
 
   #onLine(line) {
-    this.lines.push(line);
+    if (this.#retain) this.lines.push(line);
     let message;
     try {
       message = JSON.parse(line);
@@ -56,7 +97,7 @@ export class JsonRpcPeer {
       this.#output.write(`${JSON.stringify(reply)}\n`);
       return;
     }
-    this.notifications.push(message);
+    if (this.#retain) this.notifications.push(message);
     for (const listener of this.#listeners) listener(message);
   }
 
@@ -115,11 +156,11 @@ export class JsonRpcPeer {
 }
 
 /** The `initialize` params the host sends. */
-export function initializeParams(manifest) {
+export function initializeParams(manifest, { instanceId = "test-instance" } = {}) {
   return {
     manifest,
     config: {},
-    instanceInfo: { instanceId: "test-instance", hostVersion: "2026.916.1" },
+    instanceInfo: { instanceId, hostVersion: "2026.916.1" },
     apiVersion: 1,
   };
 }

@@ -16,7 +16,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 
-import { ForkedWorker } from "./forked-worker.js";
+import { ForkedWorker, pluginRoot } from "./forked-worker.js";
+
+/** The worker file, relative to the working directory when it is inside it (plugins/x/dist/worker.js). */
+function workerLabel(provider) {
+  let worker;
+  try {
+    worker = path.join(pluginRoot(provider), "dist/worker.js");
+  } catch {
+    return `the ${provider} plugin worker`;
+  }
+  const relative = path.relative(process.cwd(), worker);
+  return relative.startsWith("..") ? worker : relative;
+}
 
 /** Thrown by steps that would start after an interrupt. */
 export class Interrupted extends Error {
@@ -55,7 +67,7 @@ function callOn(worker, method, params, options) {
   ]);
 }
 
-/** Forks `plugins/<provider>`'s worker; a write to it after it died is an error event, not a crash. */
+/** Forks the provider's plugin worker; a write to it after it died is an error event, not a crash. */
 async function forkWorker(provider, env) {
   const worker = await ForkedWorker.start(provider, { env });
   worker.child.stdin.on("error", () => {});
@@ -277,7 +289,7 @@ export class Lifecycle {
   async #steps() {
     const plugin = this.provider;
     // Assigned inside the step, so a cleanup racing it (Ctrl-C during the fork) sees the worker.
-    await this.#step(`fork plugins/${plugin}/dist/worker.js and initialize`, async () => {
+    await this.#step(`fork ${workerLabel(plugin)} and initialize`, async () => {
       this.worker = await forkWorker(plugin, this.workerEnv);
     });
     const worker = this.worker;

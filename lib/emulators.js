@@ -7,18 +7,20 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 
-import { repoRoot } from "./paths.js";
+import { packageRoot } from "./paths.js";
 
 /** The emulator binary: `$PAPERCLIP_EMULATOR_DIR/<name>`, else the release build, else debug. */
 export function emulatorBinary(name) {
   const candidates = [
     process.env.PAPERCLIP_EMULATOR_DIR && path.join(process.env.PAPERCLIP_EMULATOR_DIR, name),
-    path.join(repoRoot, "target/release", name),
-    path.join(repoRoot, "target/debug", name),
+    path.join(packageRoot, "target/release", name),
+    path.join(packageRoot, "target/debug", name),
   ].filter(Boolean);
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) {
-    throw new Error(`${name} is not built; run \`cargo build --release -p emulator --bins\` (npm install does this).`);
+    throw new Error(
+      `${name} is not built; run \`cargo build --release -p emulator --bins\` in a checkout of the repository (npm install does this), or set PAPERCLIP_EMULATOR_DIR to the folder holding it: the npm package does not ship the emulators.`,
+    );
   }
   return found;
 }

@@ -35,7 +35,9 @@ impl Pacer {
         })
     }
 
-    /// The pacer every provider of this process shares (300 ms).
+    /// The pacer every provider of this process shares (300 ms). Shared on purpose, also between
+    /// the plugins `createPlugin()` makes: the spacing protects the API origin, whose rate limit
+    /// is the same whichever plugin instance sends the request.
     pub fn global() -> Arc<Self> {
         static GLOBAL: OnceLock<Arc<Pacer>> = OnceLock::new();
         GLOBAL.get_or_init(|| Pacer::new(DEFAULT_INTERVAL)).clone()

@@ -47,7 +47,10 @@ impl std::fmt::Debug for KubernetesProvider {
 
 impl Default for KubernetesProvider {
     fn default() -> Self {
-        Self::with_connector(Arc::new(KubeConnector), Arc::new(SystemClock::new()))
+        Self::with_connector(
+            Arc::new(KubeConnector::default()),
+            Arc::new(SystemClock::new()),
+        )
     }
 }
 

@@ -120,9 +120,12 @@ pub trait ClusterConnector: Send + Sync {
     ) -> BoxFuture<'a, Result<Connection, ApiError>>;
 }
 
-/// The real connector: kube-rs clients from the worker's cache.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct KubeConnector;
+/// The real connector: kube-rs clients from its own per-credential cache. Each provider owns
+/// one, so two plugins made by `createPlugin()` in one process share no clients.
+#[derive(Default, Clone)]
+pub struct KubeConnector {
+    clients: Arc<ClientCache>,
+}
 
 impl ClusterConnector for KubeConnector {
     fn connect<'a>(
@@ -130,7 +133,7 @@ impl ClusterConnector for KubeConnector {
         config: &'a KubernetesConfig,
     ) -> BoxFuture<'a, Result<Connection, ApiError>> {
         Box::pin(async move {
-            let handle = ClientCache::global().client_for(config).await?;
+            let handle = self.clients.client_for(config).await?;
             let cluster = Arc::new(KubeCluster::new(handle));
             Ok(Connection {
                 api: cluster.clone(),

@@ -571,7 +571,7 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
         .unwrap();
     let pod = first["metadata"]["podName"].as_str().unwrap().to_string();
     let parsed = KubernetesConfig::parse(&config(&emu, "sandbox-cr")).unwrap();
-    let handle = ClientCache::global().client_for(&parsed).await.unwrap();
+    let handle = ClientCache::new().client_for(&parsed).await.unwrap();
 
     let input = b"line-1\nline-2\n".repeat(1000);
     let mut sink_bytes: Vec<u8> = Vec::new();

@@ -542,7 +542,7 @@ async fn the_outbound_disk_guard_on_the_wire() {
         .await;
     let pod = made["metadata"]["podName"].as_str().unwrap().to_string();
     let parsed = KubernetesConfig::parse(&lease.config).unwrap();
-    let handle = ClientCache::global().client_for(&parsed).await.unwrap();
+    let handle = ClientCache::new().client_for(&parsed).await.unwrap();
     let target = SyncTarget {
         exec: Arc::new(KubeCluster::new(handle)),
         namespace: NS.into(),

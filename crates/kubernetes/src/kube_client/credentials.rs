@@ -1,7 +1,7 @@
 //! `createKubeConfig` (spec §3.4) and the per-credential client cache.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use sha2::{Digest, Sha256};
@@ -171,12 +171,6 @@ pub struct ClientCache {
 impl ClientCache {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The worker's cache.
-    pub fn global() -> &'static ClientCache {
-        static CACHE: OnceLock<ClientCache> = OnceLock::new();
-        CACHE.get_or_init(ClientCache::new)
     }
 
     /// The client for `config`'s credentials, built on first use.

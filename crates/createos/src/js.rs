@@ -71,63 +71,10 @@ pub(crate) fn json_parse(text: &str) -> Option<Value> {
     match serde_json::from_str(text) {
         Ok(value) => Some(value),
         Err(_) if text.contains("\\u") => {
-            serde_json::from_str(&replace_unpaired_surrogate_escapes(text)?).ok()
+            serde_json::from_str(&sandbox_core::json::lone_surrogates_replaced(text)?).ok()
         }
         Err(_) => None,
     }
-}
-
-fn hex4(bytes: &[u8]) -> Option<u16> {
-    let text = std::str::from_utf8(bytes.get(..4)?).ok()?;
-    u16::from_str_radix(text, 16).ok()
-}
-
-/// Rewrites `\uXXXX` escapes of unpaired surrogates to `\ufffd`. `None` when nothing changed.
-fn replace_unpaired_surrogate_escapes(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut changed = false;
-    let mut copied = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        // An escape: `\\`, `\"`, ... are two bytes; only `\u` needs a look.
-        if bytes.get(i + 1) != Some(&b'u') {
-            i += 2;
-            continue;
-        }
-        let Some(unit) = hex4(&bytes[i + 2..]) else {
-            i += 2;
-            continue;
-        };
-        let is_high = (0xD800..0xDC00).contains(&unit);
-        let is_low = (0xDC00..0xE000).contains(&unit);
-        if is_high {
-            let next_low = bytes.get(i + 6..i + 8) == Some(b"\\u")
-                && hex4(&bytes[i + 8..]).is_some_and(|u| (0xDC00..0xE000).contains(&u));
-            if next_low {
-                i += 12;
-                continue;
-            }
-        }
-        if is_high || is_low {
-            out.push_str(&text[copied..i]);
-            out.push_str("\\ufffd");
-            changed = true;
-            i += 6;
-            copied = i;
-        } else {
-            i += 6;
-        }
-    }
-    if !changed {
-        return None;
-    }
-    out.push_str(&text[copied..]);
-    Some(out)
 }
 
 #[cfg(test)]

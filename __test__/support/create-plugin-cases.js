@@ -3,6 +3,8 @@
 // (__test__/create-plugin.spec.js) and the Jest suite (__jest__/create-plugin.test.js), which pass
 // in their own `describe`/`it`/`expect` and hooks.
 
+import { readFile } from "node:fs/promises";
+
 import { startEmulator } from "../../lib/emulators.js";
 import { createPlugin as createCreateOs } from "../../plugins/createos/dist/index.js";
 import { createPlugin as createKubernetes } from "../../plugins/kubernetes/dist/plugin.js";
@@ -25,15 +27,20 @@ export function handMadeCtx() {
 export function createPluginCases({ describe, it, expect, beforeAll, afterAll }) {
   describe("createPlugin() with a hand-made ctx", () => {
     let emulator;
+    let kubernetesEmulator;
     let config;
+    let kubernetesConfig;
     const base = { driverKey: "createos", companyId: "company-1", environmentId: "env-1" };
 
     beforeAll(async () => {
       emulator = await startEmulator("createos-emulator", ["--transition-ms", "20"]);
       config = { apiUrl: emulator.url, apiKey: emulator.apiKey, shape: "s-1vcpu-1gb" };
+      kubernetesEmulator = await startEmulator("kubernetes-emulator", ["--fast"]);
+      kubernetesConfig = { kubeconfig: await readFile(kubernetesEmulator.kubeconfig, "utf8"), companySlug: "acme" };
     });
     afterAll(async () => {
       await emulator?.stop();
+      await kubernetesEmulator?.stop();
     });
 
     it("validates config on a fresh Kubernetes and CreateOS plugin", async () => {
@@ -70,6 +77,31 @@ export function createPluginCases({ describe, it, expect, beforeAll, afterAll })
         expect(streamed("stderr")).toContain("err-line");
       } finally {
         await plugin.onEnvironmentDestroyLease({ ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata });
+        await plugin.onShutdown();
+      }
+    });
+
+    it("executes on Kubernetes with output streamed to the hand-made ctx", async () => {
+      const { ctx, calls } = handMadeCtx();
+      const plugin = createKubernetes().definition;
+      const k8s = { ...base, driverKey: "kubernetes", config: kubernetesConfig };
+      await plugin.setup(ctx);
+      const lease = await plugin.onEnvironmentAcquireLease({ ...k8s, runId: "run-k8s" });
+      try {
+        const result = await plugin.onEnvironmentExecute({
+          ...k8s,
+          lease,
+          command: "sh",
+          args: ["-c", "pwd; echo err-line >&2"],
+          cwd: "/workspace",
+          timeoutMs: 30_000,
+        });
+        expect(result).toMatchObject({ exitCode: 0, timedOut: false, signal: null, stdout: "/workspace\n" });
+        const streamed = (stream) => calls.execution.filter(([, s]) => s === stream).map(([, , chunk]) => chunk).join("");
+        expect(streamed("stdout")).toBe("/workspace\n");
+        expect(streamed("stderr")).toContain("err-line");
+      } finally {
+        await plugin.onEnvironmentDestroyLease({ ...k8s, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata });
         await plugin.onShutdown();
       }
     });

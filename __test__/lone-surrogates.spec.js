@@ -8,8 +8,8 @@ import { readFile } from "node:fs/promises";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { startEmulator } from "../scripts/lib/emulators.js";
-import { ForkedWorker } from "../scripts/lib/forked-worker.js";
+import { startEmulator } from "../lib/emulators.js";
+import { ForkedWorker } from "../lib/forked-worker.js";
 
 const LONE_HIGH = "\ud83d"; // the first half of 😀
 const LONE_LOW = "\ude00"; // the second half

@@ -108,7 +108,7 @@ pub fn template_kind_unsupported(kind: &str) -> String {
     format!("CreateOS can delete snapshot templates only, not {kind}.")
 }
 
-// Beyond the original (catalogued in `error_catalog`'s extension table): the original could
+// Beyond the original (catalogued in `error_catalog` as additions): the original could
 // leave a sandbox behind in these cases; this implementation cleans up and says so.
 
 /// An acquire or probe that worker shutdown stopped; what it had created was deleted.

@@ -1416,6 +1416,25 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ..K8S
     },
     Entry {
+        code: "K8S_API_TIMEOUT",
+        template: "Kubernetes API server did not answer within ${ms}ms; check that the cluster's API server is up and reachable, then retry.",
+        hooks: &[
+            "onEnvironmentProbe",
+            "onEnvironmentAcquireLease",
+            "onEnvironmentResumeLease",
+            "onEnvironmentReleaseLease",
+            "onEnvironmentDestroyLease",
+        ],
+        meaning: "A Kubernetes API request of the hook got no reply before the hook's bound: the call's `timeoutMs` (`config.timeoutMs`) kept within a floor and a cap per hook so the reply reaches the host before its own deadline (acquire at least 10 s, 25 s without a timeout; resume at least 35 s; release and destroy 10–25 s; probe 10–100 s). An acquire cut this way still deletes what it had created (else it fails with `K8S_ACQUIRE_CLEANUP_INCOMPLETE`); a probe reports it in `metadata.error`; a resume reports it as the `reason` of a lease it cannot resume; a destroy rejects with `Failed to delete one or more Kubernetes lease resources`, this message among its `errors`.",
+        causes: &[
+            "An API server (or a proxy or load balancer in front of it) that accepts connections and never answers: overloaded, stuck etcd, a half-open connection.",
+            "A webhook on the request path that hangs.",
+        ],
+        fix: "Check the API server's health (`kubectl get --raw /readyz`) and anything between the worker and it, then retry; raise the environment's `timeoutMs` if the cluster is only slow.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..K8S
+    },
+    Entry {
         code: "K8S_KUBECONFIG_TOKEN_INVALID",
         template: "Kubernetes kubeconfig user token is not a valid HTTP header value (it contains a line break or another control character); paste the token again without them.",
         hooks: K8S_CLIENT,

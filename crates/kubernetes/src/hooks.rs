@@ -11,6 +11,7 @@ use sandbox_core::{HostSink, LogLevel, OutputStream, ProviderError, ProviderResu
 use serde_json::{Map, Value, json};
 
 use crate::acquire_precheck::{prepare_acquire, tenant_namespace};
+use crate::api_bound;
 use crate::builders::images::resolve_image;
 use crate::builders::sandbox_cr::{HardStop, SandboxCrManifestInput, build_sandbox_cr_manifest};
 use crate::builders::scoped_egress::{
@@ -223,7 +224,8 @@ async fn undo_failed_acquire(
     created: &DestroyLease,
     err: ClusterError,
 ) -> ProviderError {
-    match destroy_lease_resources(api, created).await {
+    // A fresh bound: the acquire's own may be spent (a hung step), and the cleanup must run.
+    match crate::api_bound::with_fresh_bound(destroy_lease_resources(api, created)).await {
         Ok(()) => err.into(),
         Err(_) => ProviderError::new(ACQUIRE_CLEANUP_INCOMPLETE),
     }
@@ -275,8 +277,14 @@ impl KubernetesProvider {
         }
     }
 
-    /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors.
-    pub async fn probe(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+    /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors. Its API
+    /// requests are bounded ([`crate::api_bound`]).
+    pub async fn probe(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let ms = api_bound::bound_ms(params, api_bound::PROBE);
+        api_bound::with_api_bound(ms, self.probe_unbounded(params, sink)).await
+    }
+
+    async fn probe_unbounded(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
         let config = match KubernetesConfig::parse_input(params.get("config")) {
             Ok(config) => config,
             Err(issues) => {
@@ -314,8 +322,18 @@ impl KubernetesProvider {
         })
     }
 
-    /// `onEnvironmentAcquireLease`.
+    /// `onEnvironmentAcquireLease`, its API requests bounded ([`crate::api_bound`]); a step cut
+    /// at the bound fails like any other, through the partial-failure cleanup.
     pub async fn acquire(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let ms = api_bound::bound_ms(params, api_bound::ACQUIRE);
+        api_bound::with_api_bound(ms, self.acquire_unbounded(params, sink)).await
+    }
+
+    async fn acquire_unbounded(
+        &self,
+        params: &Value,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
         let plan = prepare_acquire(params, wall_now_ms(), &mut |line| {
             sink.log(LogLevel::Warn, line)
         })?;
@@ -410,7 +428,22 @@ impl KubernetesProvider {
             })
         };
         let orchestrator = WorkloadOrchestrator::for_backend(config.backend, version);
-        let owner_uid = orchestrator.claim(api, namespace, manifest).await?;
+        let created = DestroyLease {
+            namespace: namespace.to_string(),
+            name: job_name.clone(),
+            backend: config.backend,
+            pod_name: None,
+            secret_name: Some(secret_name.clone()),
+            sandbox_api_version: version,
+        };
+        let owner_uid = match orchestrator.claim(api, namespace, manifest).await {
+            Ok(uid) => uid,
+            // A claim cut at the bound may have created the workload all the same.
+            Err(err) if api_bound::is_timeout(&err.to_string()) => {
+                return Err(undo_failed_acquire(api, &created, err).await);
+            }
+            Err(err) => return Err(err.into()),
+        };
         let (owner_api_version, owner_kind) = if is_sandbox {
             (version.api_version(), "Sandbox")
         } else {
@@ -515,17 +548,7 @@ impl KubernetesProvider {
         };
         let (scoped_policy_name, scoped_grant, pod_name) = match provisioned.await {
             Ok(provisioned) => provisioned,
-            Err(err) => {
-                let created = DestroyLease {
-                    namespace: namespace.to_string(),
-                    name: job_name.clone(),
-                    backend: config.backend,
-                    pod_name: None,
-                    secret_name: Some(secret_name.clone()),
-                    sandbox_api_version: version,
-                };
-                return Err(undo_failed_acquire(api, &created, err).await);
-            }
+            Err(err) => return Err(undo_failed_acquire(api, &created, err).await),
         };
         let mut metadata = Map::new();
         metadata.insert("namespace".into(), json!(namespace));
@@ -568,8 +591,18 @@ impl KubernetesProvider {
         Ok(Value::Object(result))
     }
 
-    /// `onEnvironmentResumeLease`: never deletes anything.
-    pub async fn resume(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+    /// `onEnvironmentResumeLease`: never deletes anything. Its API requests are bounded
+    /// ([`crate::api_bound`]).
+    pub async fn resume(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let ms = api_bound::bound_ms(params, api_bound::RESUME);
+        api_bound::with_api_bound(ms, self.resume_unbounded(params, sink)).await
+    }
+
+    async fn resume_unbounded(
+        &self,
+        params: &Value,
+        _sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
         let config = parse_config_for_hook(params)?;
         let lease = LeaseView::new(params.get("leaseMetadata"));
         let namespace = lease.namespace(&config, params.get("companyId"))?;
@@ -655,7 +688,17 @@ impl KubernetesProvider {
 
     /// `onEnvironmentReleaseLease`: deletes the workload (Foreground, 404 ignored); the pod and
     /// Secret go by cascade. `None` is the original's `undefined`.
+    /// Its API requests are bounded ([`crate::api_bound`]).
     pub async fn release(
+        &self,
+        params: &Value,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<Option<Value>> {
+        let ms = api_bound::bound_ms(params, api_bound::RELEASE);
+        api_bound::with_api_bound(ms, self.release_unbounded(params, sink)).await
+    }
+
+    async fn release_unbounded(
         &self,
         params: &Value,
         _sink: &dyn HostSink,
@@ -692,7 +735,17 @@ impl KubernetesProvider {
     }
 
     /// `onEnvironmentDestroyLease`: deletes the workload, the pod and the Secret.
+    /// Its API requests are bounded ([`crate::api_bound`]).
     pub async fn destroy(
+        &self,
+        params: &Value,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<Option<Value>> {
+        let ms = api_bound::bound_ms(params, api_bound::RELEASE);
+        api_bound::with_api_bound(ms, self.destroy_unbounded(params, sink)).await
+    }
+
+    async fn destroy_unbounded(
         &self,
         params: &Value,
         _sink: &dyn HostSink,

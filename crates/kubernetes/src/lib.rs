@@ -33,6 +33,7 @@
 
 pub mod acquire_precheck;
 pub mod adapters;
+pub mod api_bound;
 pub mod builders;
 pub mod cluster;
 pub mod config;

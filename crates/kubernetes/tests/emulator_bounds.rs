@@ -3,11 +3,18 @@
 //! - an output too large for one reply line is cut to its tail, flagged `outputTruncated`, with
 //!   the exit code kept (24 MiB in the normal suite; 256 MiB and 1 GiB with `PAPERCLIP_SOAK=long`);
 //! - 8 MiB of stdin to a command that exits without reading it: the exit status and the output
-//!   are taken as soon as the status arrives, not at the timeout.
+//!   are taken as soon as the status arrives, not at the timeout;
+//! - an API server that accepts requests and never answers: acquire, release, destroy, resume
+//!   and probe each finish within their bound (`kubernetes::api_bound`) with
+//!   `K8S_API_TIMEOUT`, and an acquire cut after creating objects leaves nothing behind.
+
+use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
+use kubernetes::api_bound::{self, api_timeout_message};
 use kubernetes::exec::RESULT_TAIL_BYTES;
+use kubernetes::orchestrate::DESTROY_LEASE_FAILED;
 use sandbox_core::NullSink;
 use serde_json::{Value, json};
 
@@ -149,6 +156,213 @@ async fn an_api_server_that_never_answers_the_readiness_poll_times_out_on_the_de
         bed.emu.faults().iter().any(|f| f.fired > 0),
         "the hang was hit"
     );
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+const NS: &str = "paperclip-acme";
+/// The bound every hang test gets: `config.timeoutMs` 1500, raised to the hooks' 10 s floor.
+const FLOOR_MS: u64 = 10_000;
+/// Slack over a bound for the reply (and an acquire's cleanup) on a loaded machine.
+const SLACK: Duration = Duration::from_secs(8);
+
+/// Every request matching `method path` hangs for 10 minutes.
+fn hang(emu: &KubernetesEmulator, method: &str, path: &str) {
+    emu.add_fault(
+        serde_json::from_value(json!({"method": method, "path": path, "times": 0,
+            "action": {"kind": "delay", "ms": 600_000}}))
+        .unwrap(),
+    );
+}
+
+fn hung_config(bed_config: &Value) -> Value {
+    let mut config = bed_config.clone();
+    config["timeoutMs"] = json!(1500);
+    config
+}
+
+fn within(started: Instant, bound_ms: u64) {
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(bound_ms) + SLACK,
+        "took {elapsed:?}, bound {bound_ms}ms"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(bound_ms),
+        "answered before the bound ({elapsed:?}): not the hang?"
+    );
+}
+
+/// Objects a lease owns still in the tenant namespace (the tenant's own policies stay).
+fn leaked(emu: &KubernetesEmulator) -> Vec<(&'static str, usize)> {
+    let counts = emu.counts();
+    [
+        ("pods", 0),
+        ("sandboxes", 0),
+        ("jobs", 0),
+        ("secrets", 0),
+        ("ciliumnetworkpolicies", 1),
+        ("networkpolicies", 1),
+    ]
+    .into_iter()
+    .map(|(plural, tenant)| (plural, counts.count(NS, plural).saturating_sub(tenant)))
+    .filter(|(_, n)| *n > 0)
+    .collect()
+}
+
+async fn until_nothing_leaked(emu: &KubernetesEmulator) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !leaked(emu).is_empty() {
+        assert!(Instant::now() < deadline, "left behind: {:?}", leaked(emu));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn hung_acquire(method: &str, path: &str, created: &str) {
+    let emu = KubernetesEmulator::start(KubeEmulatorOptions::for_tests())
+        .await
+        .expect("emulator starts");
+    let config = hung_config(&json!({"kubeconfig": emu.kubeconfig_yaml(),
+        "companySlug": "acme", "backend": "sandbox-cr", "egressMode": "cilium"}));
+    hang(&emu, method, path);
+    let started = Instant::now();
+    let err = KubernetesProvider::new()
+        .acquire(
+            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
+                "runId": "run-1"}),
+            &NullSink,
+        )
+        .await
+        .expect_err("a hung acquire rejects");
+    within(started, FLOOR_MS);
+    assert_eq!(err.message, api_timeout_message(FLOOR_MS));
+    assert!(emu.faults().iter().any(|f| f.fired > 0), "the hang was hit");
+    // The acquire got as far as the workload: what it created is deleted.
+    assert!(
+        emu.request_log()
+            .iter()
+            .any(|r| r.method == "POST" && r.path.ends_with(created)),
+        "{created} was posted"
+    );
+    emu.clear_faults();
+    until_nothing_leaked(&emu).await;
+    emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_secret_create_hangs_fails_on_its_bound_and_cleans_up() {
+    hung_acquire(
+        "POST",
+        "/api/v1/namespaces/*/secrets",
+        &format!("/namespaces/{NS}/sandboxes"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_sandbox_create_hangs_fails_on_its_bound_and_cleans_up() {
+    hung_acquire(
+        "POST",
+        "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes",
+        &format!("/namespaces/{NS}/sandboxes"),
+    )
+    .await;
+}
+
+fn lease_params(bed: &Bed) -> Value {
+    json!({"config": hung_config(&bed.config), "companyId": "c-1", "environmentId": "e-1",
+        "providerLeaseId": bed.lease["providerLeaseId"],
+        "leaseMetadata": bed.lease["metadata"]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_against_a_hung_api_server_fails_on_its_bound() {
+    let bed = Bed::start().await;
+    hang(
+        &bed.emu,
+        "DELETE",
+        "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*",
+    );
+    let started = Instant::now();
+    let err = bed
+        .provider
+        .release(&lease_params(&bed), &NullSink)
+        .await
+        .expect_err("a hung release rejects");
+    within(started, FLOOR_MS);
+    assert_eq!(err.message, api_timeout_message(FLOOR_MS));
+    // Once the API server answers again, the same release goes through.
+    bed.emu.clear_faults();
+    bed.provider
+        .release(&lease_params(&bed), &NullSink)
+        .await
+        .expect("release");
+    until_nothing_leaked(&bed.emu).await;
+    bed.emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destroy_against_a_hung_api_server_fails_on_its_bound() {
+    let bed = Bed::start().await;
+    hang(
+        &bed.emu,
+        "DELETE",
+        "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*",
+    );
+    let started = Instant::now();
+    let err = bed
+        .provider
+        .destroy(&lease_params(&bed), &NullSink)
+        .await
+        .expect_err("a hung destroy rejects");
+    within(started, FLOOR_MS);
+    // Destroy attempts every delete and rejects with the contract's aggregate (A-destroy).
+    assert_eq!(err.message, DESTROY_LEASE_FAILED);
+    bed.emu.clear_faults();
+    bed.provider
+        .destroy(&lease_params(&bed), &NullSink)
+        .await
+        .expect("destroy");
+    until_nothing_leaked(&bed.emu).await;
+    bed.emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_against_a_hung_api_server_answers_on_its_bound() {
+    let bed = Bed::start().await;
+    hang(
+        &bed.emu,
+        "GET",
+        "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*",
+    );
+    let bound = api_bound::RESUME.floor_ms;
+    let started = Instant::now();
+    let result = KubernetesProvider::new()
+        .resume(&lease_params(&bed), &NullSink)
+        .await
+        .expect("resume reports a wait failure as a reason (kubernetes.md §12.1)");
+    within(started, bound);
+    assert_eq!(result["providerLeaseId"], Value::Null, "{result}");
+    assert_eq!(result["metadata"]["reason"], api_timeout_message(bound));
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_against_a_hung_api_server_answers_on_its_bound() {
+    let bed = Bed::start().await;
+    hang(&bed.emu, "GET", "/api/v1/namespaces/*/pods");
+    let started = Instant::now();
+    let result = KubernetesProvider::new()
+        .probe(
+            &json!({"config": hung_config(&bed.config), "companyId": "c-1"}),
+            &NullSink,
+        )
+        .await
+        .expect("probe never throws for cluster errors");
+    within(started, FLOOR_MS);
+    assert_eq!(result["ok"], false, "{result}");
+    assert_eq!(result["metadata"]["error"], api_timeout_message(FLOOR_MS));
     bed.emu.clear_faults();
     bed.emu.shutdown().await;
 }

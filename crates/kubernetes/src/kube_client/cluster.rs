@@ -37,7 +37,14 @@ impl KubeCluster {
         &self.handle.redactor
     }
 
+    /// One request, cut at the hook's API bound ([`crate::api_bound`]).
     async fn perform(&self, method: ApiMethod, request: Value) -> ApiResult {
+        crate::api_bound::bounded(self.perform_unbounded(method, request))
+            .await
+            .map_err(ApiError::transport)?
+    }
+
+    async fn perform_unbounded(&self, method: ApiMethod, request: Value) -> ApiResult {
         let client = &self.handle.client;
         let redactor = &self.handle.redactor;
         let fail = |err: kube::Error| api_error_from_kube(err, redactor);

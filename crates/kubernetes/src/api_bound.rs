@@ -1,0 +1,160 @@
+//! Bounded Kubernetes API waits (issue 15, attack 4): every API request a hook makes finishes
+//! within the hook's bound, so an API server that accepts requests and never answers cannot
+//! hang acquire, release, destroy, resume or probe.
+//!
+//! The bound is the call's `timeoutMs` (the `config.timeoutMs` the host passes, or a
+//! `timeoutMs` param) kept within a floor and a cap per hook ([`HookBound`]), so that it is
+//! neither shorter than the hook's own waits nor longer than the host waits for the reply (host
+//! contract §2.6: acquire and resume `max(config.timeoutMs, config.bridgeRequestTimeoutMs)` +
+//! 30 s, probe 120 s, release and destroy the default 30 s). The original applies no timeout of
+//! its own to these calls (its client's requests have none).
+//!
+//! The deadline is carried in a task-local, so every [`crate::kube_client::KubeCluster`]
+//! request made inside [`with_api_bound`] is cut at it and fails with
+//! [`api_timeout_message`] as an ordinary transport error, through the hook's normal error
+//! path (an acquire's partial-failure cleanup included, which gets a fresh bound of its own).
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+/// A hook's bound: `timeoutMs` clamped to `floor_ms..=cap_ms`, `default_ms` without one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookBound {
+    pub floor_ms: u64,
+    pub cap_ms: u64,
+    pub default_ms: u64,
+}
+
+/// Acquire: the call's timeout (the host waits 30 s more), at least 10 s; without one 25 s
+/// (the host's default deadline is 30 s).
+pub const ACQUIRE: HookBound = HookBound {
+    floor_ms: 10_000,
+    cap_ms: u64::MAX,
+    default_ms: 25_000,
+};
+/// Resume: at least its 30 s readiness wait (`ResumeCheck::DEFAULT_READY_WAIT`) plus 5 s.
+pub const RESUME: HookBound = HookBound {
+    floor_ms: 35_000,
+    cap_ms: u64::MAX,
+    default_ms: 35_000,
+};
+/// Release and destroy: the host waits its default 30 s whatever the config says.
+pub const RELEASE: HookBound = HookBound {
+    floor_ms: 10_000,
+    cap_ms: 25_000,
+    default_ms: 25_000,
+};
+/// Probe: the host waits 120 s.
+pub const PROBE: HookBound = HookBound {
+    floor_ms: 10_000,
+    cap_ms: 100_000,
+    default_ms: 100_000,
+};
+
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    deadline: Instant,
+    ms: u64,
+}
+
+tokio::task_local! {
+    static API_BOUND: Bound;
+}
+
+/// `K8S_API_TIMEOUT`: what a request cut at the hook's bound fails with.
+pub fn api_timeout_message(ms: u64) -> String {
+    format!(
+        "Kubernetes API server did not answer within {ms}ms; check that the cluster's API server is up and reachable, then retry."
+    )
+}
+
+/// The call's timeout: the largest positive finite number of `config.timeoutMs`,
+/// `config.bridgeRequestTimeoutMs` and `timeoutMs`.
+pub fn call_timeout_ms(params: &Value) -> Option<u64> {
+    let config = params.get("config");
+    [
+        config.and_then(|c| c.get("timeoutMs")),
+        config.and_then(|c| c.get("bridgeRequestTimeoutMs")),
+        params.get("timeoutMs"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_f64)
+    .filter(|ms| ms.is_finite() && *ms > 0.0)
+    .map(|ms| ms.ceil() as u64)
+    .max()
+}
+
+/// The bound of one hook call.
+pub fn bound_ms(params: &Value, hook: HookBound) -> u64 {
+    match call_timeout_ms(params) {
+        Some(ms) => ms.clamp(hook.floor_ms, hook.cap_ms),
+        None => hook.default_ms,
+    }
+}
+
+/// Runs `fut` with every Kubernetes API request in it bounded by `ms` from now (a nested call
+/// replaces the outer bound for its own requests).
+pub async fn with_api_bound<F: Future>(ms: u64, fut: F) -> F::Output {
+    let bound = Bound {
+        deadline: Instant::now() + Duration::from_millis(ms),
+        ms,
+    };
+    API_BOUND.scope(bound, fut).await
+}
+
+/// Runs `fut` under a new bound as long as the current one (from now); without a current
+/// bound, unbounded.
+pub async fn with_fresh_bound<F: Future>(fut: F) -> F::Output {
+    match API_BOUND.try_with(|b| b.ms) {
+        Ok(ms) => with_api_bound(ms, fut).await,
+        Err(_) => fut.await,
+    }
+}
+
+/// Whether an error message is [`api_timeout_message`]'s.
+pub fn is_timeout(message: &str) -> bool {
+    message.starts_with("Kubernetes API server did not answer within ")
+}
+
+/// One API request under the current bound, if any: `Err(message)` when it is cut.
+pub async fn bounded<F: Future>(fut: F) -> Result<F::Output, String> {
+    match API_BOUND.try_with(|b| *b) {
+        Ok(bound) => tokio::time::timeout_at(bound.deadline, fut)
+            .await
+            .map_err(|_| api_timeout_message(bound.ms)),
+        Err(_) => Ok(fut.await),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_bound_is_the_calls_timeout_within_the_hooks_limits() {
+        let with = |v: Value| json!({"config": {"timeoutMs": v}});
+        assert_eq!(bound_ms(&with(json!(60_000)), ACQUIRE), 60_000);
+        assert_eq!(bound_ms(&with(json!(1500)), ACQUIRE), 10_000);
+        assert_eq!(bound_ms(&with(json!(0)), ACQUIRE), 25_000);
+        assert_eq!(bound_ms(&with(json!("9")), ACQUIRE), 25_000);
+        assert_eq!(bound_ms(&json!({}), RESUME), 35_000);
+        assert_eq!(bound_ms(&with(json!(3_600_000)), RELEASE), 25_000);
+        assert_eq!(bound_ms(&with(json!(12_000.2)), RELEASE), 12_001);
+        assert_eq!(bound_ms(&with(json!(3_600_000)), PROBE), 100_000);
+        let bridge = json!({"config": {"timeoutMs": 20_000, "bridgeRequestTimeoutMs": 90_000}});
+        assert_eq!(bound_ms(&bridge, ACQUIRE), 90_000);
+    }
+
+    #[tokio::test]
+    async fn a_request_past_the_bound_is_cut_and_one_outside_is_not() {
+        let hang = std::future::pending::<()>();
+        let cut = with_api_bound(50, bounded(hang)).await;
+        assert_eq!(cut.unwrap_err(), api_timeout_message(50));
+        assert_eq!(bounded(async { 3 }).await, Ok(3));
+    }
+}

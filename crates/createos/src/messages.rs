@@ -75,6 +75,13 @@ pub const TRANSFER_PATH_UNCONFINED: &str =
 pub const TRANSFER_PATH_ESCAPES: &str = "CreateOS transfer path escapes the workspace.";
 pub const ARCHIVE_UNSAFE: &str =
     "CreateOS archive contains unsafe entries or exceeds the extraction limit.";
+/// `followSymlinks` reached a host directory twice (a link loop or two links to it).
+pub fn sync_source_repeated_directory(path: &std::path::Path) -> String {
+    format!(
+        "CreateOS sync source repeats a directory through symbolic links at {}; followSymlinks needs a tree without link loops or two links to one directory.",
+        path.display()
+    )
+}
 pub const TRANSFER_COMMAND_FAILED: &str = "CreateOS transfer command failed.";
 pub const DOWNLOAD_NO_BODY: &str = "CreateOS file download has no body.";
 pub const TRANSFER_KIND_UNSUPPORTED: &str = "Unsupported CreateOS transfer kind.";

@@ -772,3 +772,44 @@ async fn follows_host_symlinks_only_when_asked() {
     h.destroy(&lease).await;
     h.finish().await;
 }
+
+/// Issue 15: `followSymlinks` on a tree with link loops (`a -> .`, `b -> .`) used to grow the
+/// worker for a minute before ELOOP; it now fails at the first repeated directory, uploading
+/// nothing, and the same tree syncs fine with the links kept as links.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_a_link_loop_fails_fast() {
+    let h = Harness::start().await;
+    let lease = h.acquire(&h.run_params(json!({}))).await;
+    let host = HostDir::new("loop");
+    std::fs::create_dir(host.path("src")).unwrap();
+    write(&host.path("src/file"), b"x", 0o644);
+    symlink(".", host.path("src/a")).unwrap();
+    symlink(".", host.path("src/b")).unwrap();
+    let params = |follow: bool, target: &str| {
+        sync_params(
+            &h,
+            &lease,
+            json!([{ "operationId": target, "files": [{ "kind": "directory", "sourcePath": host.s("src"),
+                "targetPath": format!("/paperclip-workspace/{target}"), "followSymlinks": follow }] }]),
+        )
+    };
+    let error = h.provider.sync_in(&params(true, "looped"), &*h.sink).await;
+    assert_eq!(
+        message(error),
+        messages::sync_source_repeated_directory(&host.path("src/a"))
+    );
+    let ws = workspace(&h, &lease);
+    assert!(!ws.join("looped").exists());
+    h.provider
+        .sync_in(&params(false, "kept"), &*h.sink)
+        .await
+        .unwrap();
+    assert!(
+        std::fs::symlink_metadata(ws.join("kept/a"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    h.destroy(&lease).await;
+    h.finish().await;
+}

@@ -1331,8 +1331,22 @@ pub(crate) const ENTRIES: &[Entry] = &[
         origin: Origin::Addition(BEYOND_ORIGINAL),
         ..CREATEOS
     },
+    Entry {
+        code: "CREATEOS_SYNC_SOURCE_REPEATED_DIRECTORY",
+        template: "CreateOS sync source repeats a directory through symbolic links at ${path}; followSymlinks needs a tree without link loops or two links to one directory.",
+        hooks: SYNC_IN,
+        meaning: "A directory sync-in with `followSymlinks: true` reached the same host directory (same device and inode) twice while following links, so the walk stopped before copying the tree again and again; nothing was uploaded.",
+        causes: &[
+            "A link loop in the source directory, such as `a -> .` or `up -> ..`.",
+            "Two links to one directory, or a link to a directory that is also in the tree.",
+        ],
+        fix: "Remove the link named in the message (or add it to `exclude`), or sync without `followSymlinks` so links are kept as links.",
+        origin: Origin::Addition(LINK_LOOP),
+        ..CREATEOS
+    },
 ];
 
 const JS_RUNTIME: &str = "The original raises this as a JavaScript runtime error for a malformed hook parameter; reproduced with the runtime's exact text, as the host would see it from the original.";
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
 const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
+const LINK_LOOP: &str = "Added by this implementation (issue 15): the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";

@@ -483,6 +483,47 @@ async fn confinement_and_in_pod_diagnostics() {
     emu.shutdown().await;
 }
 
+/// Issue 15: `followSymlinks` on a tree with link loops (`a -> .`, `b -> .`) used to run the
+/// host `tar -h` for 16 s into a bare `Command failed: tar ...`; it now fails at once with the
+/// repeated directory named, and the tree with the loops excluded syncs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_a_link_loop_fails_fast() {
+    let emu = start().await;
+    let provider = KubernetesProvider::new();
+    let lease = Lease::acquire(&emu, &provider).await;
+    let host = tempfile::tempdir().unwrap();
+    let src = host.path().join("src");
+    write(&src.join("file"), b"x");
+    std::os::unix::fs::symlink(".", src.join("a")).unwrap();
+    std::os::unix::fs::symlink(".", src.join("b")).unwrap();
+    let op = |exclude: Value| {
+        lease.params(
+            json!([{"operationId": "loop", "files": [{"kind": "directory",
+            "sourcePath": src, "targetPath": "/workspace/looped", "followSymlinks": true,
+            "exclude": exclude}]}]),
+        )
+    };
+    assert_eq!(
+        err(provider.sync_in(&op(json!([])), &NullSink)).await,
+        format!(
+            "Kubernetes sync source repeats a directory through symbolic links at {}; followSymlinks needs a tree without link loops or two links to one directory.",
+            src.join("a").display()
+        )
+    );
+    let listing = lease
+        .sh(&provider, "test -e /workspace/looped; echo $?")
+        .await;
+    assert_eq!(listing["stdout"], "1\n", "{listing}");
+    let result = provider
+        .sync_in(&op(json!(["a", "b"])), &NullSink)
+        .await
+        .unwrap();
+    assert_eq!(result["operations"][0]["filesTransferred"], 1, "{result}");
+    lease.destroy(&provider).await;
+    no_leaks(&emu).await;
+    emu.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_checks_and_the_job_backend_refusal() {
     let emu = start().await;

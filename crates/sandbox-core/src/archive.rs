@@ -21,7 +21,7 @@
 //! the destination as it was; it creates every entry through directory handles reached from the
 //! destination without following any link ([`crate::confined`]), and re-checks every link.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -47,6 +47,10 @@ pub enum ArchiveError {
     Format,
     /// Extraction would write through a symbolic link inside the destination.
     SymlinkTraversal,
+    /// Following symbolic links reached directory `path` a second time (same device and inode):
+    /// a link loop (`a -> .`) or two links to one directory. Each provider has its catalogued
+    /// message for it.
+    RepeatedDirectory { path: PathBuf },
 }
 
 impl ArchiveError {
@@ -70,6 +74,11 @@ impl ArchiveError {
             } => node_fs_message(error, syscall, path),
             ArchiveError::Format => "TAR_BAD_ARCHIVE: Unrecognized archive format".to_owned(),
             ArchiveError::SymlinkTraversal => "Cannot extract through symbolic link".to_owned(),
+            ArchiveError::RepeatedDirectory { path } => node_fs_message(
+                &io::Error::from_raw_os_error(40), // ELOOP
+                "stat",
+                path,
+            ),
         }
     }
 }
@@ -605,6 +614,9 @@ pub fn pack_directory(
     let mut writer = CountingWriter { out, bytes: 0 };
     let mut files = 0;
     let mut links: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    // With `follow`, every directory is entered once: a second visit (a link loop, or two
+    // links to one directory) fails instead of copying the tree again and again.
+    let mut directories: HashSet<(u64, u64)> = HashSet::new();
     let mut queue: VecDeque<(String, PathBuf)> = VecDeque::new();
     queue.push_back((".".to_owned(), root.to_path_buf()));
     let user = std::env::var("USER").unwrap_or_default();
@@ -641,6 +653,9 @@ pub fn pack_directory(
             nlink: meta.nlink(),
         };
         if file_type.is_dir() {
+            if follow && !directories.insert((meta.dev(), meta.ino())) {
+                return Err(ArchiveError::RepeatedDirectory { path: absolute });
+            }
             if !header.path.ends_with('/') {
                 header.path.push('/');
             }
@@ -708,6 +723,43 @@ pub fn pack_directory(
         files,
         bytes: writer.bytes,
     })
+}
+
+/// Walks directory `root` following symbolic links, as `tar -h` would, and fails with
+/// [`ArchiveError::RepeatedDirectory`] at the first directory reached a second time (by device
+/// and inode: a link loop such as `a -> .`, or two links to one directory). `skip` sees each
+/// entry's name and prunes it (an excluded directory is not walked). Memory is bounded by the
+/// tree itself: every directory is read once. Returns the number of entries visited.
+pub fn check_followed_tree(root: &Path, skip: &dyn Fn(&str) -> bool) -> Result<u64, ArchiveError> {
+    let mut directories: HashSet<(u64, u64)> = HashSet::new();
+    let mut queue: VecDeque<PathBuf> = VecDeque::new();
+    queue.push_back(root.to_path_buf());
+    let mut visited = 0;
+    while let Some(path) = queue.pop_front() {
+        visited += 1;
+        let meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
+            // A dangling link or an unreadable entry: left to the archiver to report.
+            Err(_) => continue,
+        };
+        if !meta.is_dir() {
+            continue;
+        }
+        if !directories.insert((meta.dev(), meta.ino())) {
+            return Err(ArchiveError::RepeatedDirectory { path });
+        }
+        let Ok(entries) = fs::read_dir(&path) else {
+            continue;
+        };
+        let mut names: Vec<_> = entries.flatten().map(|entry| entry.file_name()).collect();
+        names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+        for name in names {
+            if !skip(&name.to_string_lossy()) {
+                queue.push_back(path.join(name));
+            }
+        }
+    }
+    Ok(visited)
 }
 
 fn current_uid() -> Option<u32> {
@@ -1077,6 +1129,85 @@ pub fn chmod(path: &Path, mode: u32) -> Result<(), ArchiveError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `<tmp>/archive-loop-<name>-<pid>/{root/sub/deep/file, outside/file}`; returns root.
+    fn loop_tree(name: &str) -> PathBuf {
+        let top = std::env::temp_dir().join(format!("archive-loop-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&top);
+        let dir = top.join("root");
+        fs::create_dir_all(dir.join("sub/deep")).unwrap();
+        fs::write(dir.join("sub/deep/file"), b"x").unwrap();
+        fs::create_dir_all(top.join("outside")).unwrap();
+        fs::write(top.join("outside/file"), b"y").unwrap();
+        dir
+    }
+
+    /// Issue 15: `followSymlinks` on `a -> .` and `b -> .` used to walk `a/b/a/b/…` (2^40
+    /// paths) until ELOOP; it now fails at the first directory seen twice, in a few steps.
+    #[test]
+    fn following_a_link_loop_fails_at_the_first_repeat() {
+        let dir = loop_tree("loop");
+        std::os::unix::fs::symlink(".", dir.join("a")).unwrap();
+        std::os::unix::fs::symlink(".", dir.join("b")).unwrap();
+        match check_followed_tree(&dir, &|_| false) {
+            Err(ArchiveError::RepeatedDirectory { path }) => assert_eq!(path, dir.join("a")),
+            other => panic!("expected a repeated directory, got {other:?}"),
+        }
+        // Excluding the links leaves an ordinary tree: root, sub, deep, file.
+        assert_eq!(
+            check_followed_tree(&dir, &|name| name == "a" || name == "b").unwrap(),
+            4
+        );
+        let mut out = Vec::new();
+        let error = pack_directory(&dir, true, &|_| true, &mut out).unwrap_err();
+        assert!(
+            matches!(&error, ArchiveError::RepeatedDirectory { path } if path == &dir.join("a")),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .node_message()
+                .starts_with("ELOOP: too many symbolic links encountered, stat '")
+        );
+        // Only the root's header was written before the repeat was seen: nothing grew.
+        assert_eq!(out.len(), BLOCK);
+        // Without following, the links are archived as links.
+        let mut out = Vec::new();
+        pack_directory(&dir, false, &|_| true, &mut out).unwrap();
+        fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+
+    /// Issue 15: two links to one directory (no loop) repeat it too; a deep ladder of such
+    /// pairs would copy 2^n trees, so the second visit fails.
+    #[test]
+    fn following_two_links_to_one_directory_fails() {
+        let dir = loop_tree("twice");
+        std::os::unix::fs::symlink("../outside", dir.join("x")).unwrap();
+        std::os::unix::fs::symlink("../outside", dir.join("y")).unwrap();
+        match check_followed_tree(&dir, &|_| false) {
+            // Breadth first: root, sub, x, y — `y` is the second visit of `outside`.
+            Err(ArchiveError::RepeatedDirectory { path }) => assert_eq!(path, dir.join("y")),
+            other => panic!("expected a repeated directory, got {other:?}"),
+        }
+        let mut out = Vec::new();
+        let error = pack_directory(&dir, true, &|_| true, &mut out).unwrap_err();
+        assert!(
+            matches!(&error, ArchiveError::RepeatedDirectory { path } if path == &dir.join("y")),
+            "{error:?}"
+        );
+        // One link to it is fine: root, sub, x, deep, x/file, deep/file.
+        fs::remove_file(dir.join("y")).unwrap();
+        assert_eq!(check_followed_tree(&dir, &|_| false).unwrap(), 6);
+        let mut out = Vec::new();
+        pack_directory(&dir, true, &|_| true, &mut out).unwrap();
+        // A link to a directory that is also in the tree repeats it as well.
+        std::os::unix::fs::symlink("sub/deep", dir.join("z")).unwrap();
+        assert!(matches!(
+            check_followed_tree(&dir, &|_| false),
+            Err(ArchiveError::RepeatedDirectory { .. })
+        ));
+        fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
 
     /// Regression (found by the reliability fuzzer): a host path with a NUL byte read as std's
     /// "file name contained an unexpected NUL byte, open '…'" instead of Node's fs error.

@@ -218,6 +218,9 @@ struct Sync<'a> {
 fn archive_error(error: ArchiveError) -> ProviderError {
     match error {
         ArchiveError::Unsafe => ProviderError::new(messages::ARCHIVE_UNSAFE),
+        ArchiveError::RepeatedDirectory { path } => {
+            ProviderError::new(messages::sync_source_repeated_directory(&path))
+        }
         other => ProviderError::new(other.node_message()),
     }
 }

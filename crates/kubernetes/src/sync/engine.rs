@@ -227,6 +227,31 @@ async fn create_host_tarball(
     host_tar(args).await.map(drop)
 }
 
+/// `tar -h` follows link loops (`a -> .`) and links to one directory, copying the tree again
+/// and again until it fails with a bare `tar` error: walk the source first, as `tar -h` will
+/// (excluded names pruned), and fail at the first directory reached twice (issue 15).
+async fn check_followed_source(source: &Path, exclude: &[String]) -> ProviderResult<()> {
+    let (source, mut patterns) = (source.to_path_buf(), exclude.to_vec());
+    patterns.push("._*".to_owned());
+    let outcome = tokio::task::spawn_blocking(move || {
+        let skip = |name: &str| sandbox_core::archive::excluded(name, &patterns);
+        sandbox_core::archive::check_followed_tree(&source, &skip)
+    })
+    .await;
+    // Any other failure (an unreadable entry, a dangling link) is left to `tar` to report.
+    if let Ok(Err(sandbox_core::archive::ArchiveError::RepeatedDirectory { path })) = outcome {
+        return Err(ProviderError::new(repeated_directory_message(&path)));
+    }
+    Ok(())
+}
+
+fn repeated_directory_message(path: &Path) -> String {
+    format!(
+        "Kubernetes sync source repeats a directory through symbolic links at {}; followSymlinks needs a tree without link loops or two links to one directory.",
+        path.display()
+    )
+}
+
 /// `readdir` names sorted with `localeCompare` (approximated: case-insensitive, then by code
 /// point).
 async fn sorted_entries(dir: &Path) -> ProviderResult<Vec<String>> {
@@ -483,6 +508,9 @@ async fn sync_in_directory(
     let archive = tmp.path().join("sync-in.tar");
     let source = PathBuf::from(&mapping.source_path);
     let entries = sorted_entries(&source).await?;
+    if mapping.follow_symlinks {
+        check_followed_source(&source, &mapping.exclude).await?;
+    }
     create_host_tarball(
         &source,
         &archive,

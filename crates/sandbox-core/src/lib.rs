@@ -11,6 +11,7 @@ pub mod golden;
 pub mod host;
 pub mod json;
 pub mod soak;
+pub mod sparse;
 pub mod utf8;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};

@@ -8,7 +8,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::paths::{gnu_hard_link_target, is_confined_entry_path, path_parts};
 use super::policy::{EntryKind, is_meta, symlink_target_confined};
 use super::read::lossy;
+use super::stream::{entry_error, open_checked};
 use super::{ArchiveError, current_uid};
+use crate::sparse::{CopyError, copy_sparse};
 
 /// Extracts an archive that passed [`validate_archive`] into the existing directory `dest`
 /// (node-tar `x({cwd: dest, strict: true})`): modes as recorded (the process umask applies),
@@ -31,17 +33,18 @@ pub fn extract_archive_skipping_specials(file: &Path, dest: &Path) -> Result<(),
 /// [`ArchiveError::SymlinkTraversal`], whatever created it (this archive or the host).
 fn extract(file: &Path, dest: &Path, gnu: bool) -> Result<(), ArchiveError> {
     use crate::confined::{Confined, DirError, Existing};
-    let reader = fs::File::open(file).map_err(|e| ArchiveError::fs(e, "open", file))?;
-    let mut archive = tar::Archive::new(io::BufReader::new(reader));
+    let mut archive = open_checked(file)?;
     let root = Confined::open(dest).map_err(|e| match e.raw_os_error() {
-        Some(40) | Some(20) if is_symlink(dest) => ArchiveError::SymlinkTraversal,
+        Some(40) | Some(20) if is_symlink(dest) => ArchiveError::SymlinkTraversal {
+            path: dest.to_owned(),
+        },
         _ => ArchiveError::fs(e, "open", dest),
     })?;
     let as_root = current_uid() == Some(0);
     // The regular files this extraction created (hard links may only point at one of them).
     let mut created: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for entry in archive.entries().map_err(|_| ArchiveError::Format)? {
-        let mut entry = entry.map_err(|_| ArchiveError::Format)?;
+    for entry in archive.entries().map_err(entry_error)? {
+        let mut entry = entry.map_err(entry_error)?;
         let flag = entry.header().entry_type().as_byte();
         if is_meta(flag) {
             continue;
@@ -66,7 +69,11 @@ fn extract(file: &Path, dest: &Path, gnu: bool) -> Result<(), ArchiveError> {
         }
         let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
         let dir_error = |e: DirError, upto: usize| match e {
-            DirError::Symlink => ArchiveError::SymlinkTraversal,
+            DirError::Symlink(depth) => ArchiveError::SymlinkTraversal {
+                path: parts[..depth.min(upto)]
+                    .iter()
+                    .fold(dest.to_path_buf(), |p, s| p.join(s)),
+            },
             DirError::Unsafe => ArchiveError::Unsafe,
             DirError::Io(error, depth) => {
                 let at = parts[..depth.min(upto)]
@@ -83,7 +90,11 @@ fn extract(file: &Path, dest: &Path, gnu: bool) -> Result<(), ArchiveError> {
         match kind {
             EntryKind::Directory => match root.existing(&parent, name) {
                 Existing::Directory => {}
-                Existing::Symlink => return Err(ArchiveError::SymlinkTraversal),
+                Existing::Symlink => {
+                    return Err(ArchiveError::SymlinkTraversal {
+                        path: target.clone(),
+                    });
+                }
                 Existing::Other { .. } => {
                     root.clear(&parent, name).map_err(|e| fs_err(e, "unlink"))?;
                     root.mkdir(&parent, name, mode)
@@ -98,7 +109,10 @@ fn extract(file: &Path, dest: &Path, gnu: bool) -> Result<(), ArchiveError> {
                 let mut out = root
                     .create_file(&parent, name, mode)
                     .map_err(|e| fs_err(e, "open"))?;
-                io::copy(&mut entry, &mut out).map_err(|_| ArchiveError::Format)?;
+                copy_sparse(&mut entry, &mut out).map_err(|e| match e {
+                    CopyError::Read(e) => entry_error(e),
+                    CopyError::Write(e) => fs_err(e, "write"),
+                })?;
                 if let Ok(mtime) = entry.header().mtime() {
                     let _ = out.set_modified(UNIX_EPOCH + Duration::from_secs(mtime));
                 }

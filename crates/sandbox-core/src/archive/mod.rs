@@ -28,6 +28,7 @@ mod node_fs_errors;
 mod paths;
 mod policy;
 mod read;
+mod stream;
 mod write;
 
 use std::fs;
@@ -45,6 +46,7 @@ pub use paths::{
 };
 pub use policy::{ArchivePolicy, EntryKind, Violation, symlink_target_confined};
 pub use read::validate_archive;
+pub use stream::{CheckedReader, EXTENDED_HEADER_LIMIT, StreamCheck, entry_error, open_checked};
 pub use write::{PackSummary, pack_directory};
 
 /// Declared entry sizes an archive may add up to: 10 GiB.
@@ -64,8 +66,13 @@ pub enum ArchiveError {
     },
     /// The bytes are not a readable tar archive.
     Format,
-    /// Extraction would write through a symbolic link inside the destination.
-    SymlinkTraversal,
+    /// Extraction would write an entry through the symbolic link at `path` (inside the
+    /// destination, or the destination itself). Each provider has its catalogued message for it.
+    SymlinkTraversal { path: PathBuf },
+    /// A PAX extended header or a GNU long-name / long-link member declares `size` bytes, over
+    /// [`EXTENDED_HEADER_LIMIT`]: refused before it is read into memory. Each provider has its
+    /// catalogued message for it.
+    ExtendedHeaderTooLarge { size: u64 },
     /// Following symbolic links reached directory `path` a second time (same device and inode):
     /// a link loop (`a -> .`) or two links to one directory. Each provider has its catalogued
     /// message for it.
@@ -81,8 +88,10 @@ impl ArchiveError {
         }
     }
 
-    /// The text the original (Node, node-tar) failed with for this error. [`ArchiveError::Unsafe`]
-    /// has no text of its own: each provider has its catalogued message for it.
+    /// The text the original (Node, node-tar) failed with for this error, or would have:
+    /// [`ArchiveError::Unsafe`], [`ArchiveError::SymlinkTraversal`],
+    /// [`ArchiveError::ExtendedHeaderTooLarge`] and [`ArchiveError::RepeatedDirectory`] are
+    /// given each provider's catalogued message by the callers instead.
     pub fn node_message(&self) -> String {
         match self {
             ArchiveError::Unsafe => "unsafe archive".to_owned(),
@@ -92,7 +101,12 @@ impl ArchiveError {
                 path,
             } => node_fs_message(error, syscall, path),
             ArchiveError::Format => "TAR_BAD_ARCHIVE: Unrecognized archive format".to_owned(),
-            ArchiveError::SymlinkTraversal => "Cannot extract through symbolic link".to_owned(),
+            ArchiveError::SymlinkTraversal { .. } => {
+                "Cannot extract through symbolic link".to_owned()
+            }
+            ArchiveError::ExtendedHeaderTooLarge { .. } => {
+                "TAR_BAD_ARCHIVE: Unrecognized archive format".to_owned()
+            }
             ArchiveError::RepeatedDirectory { path } => node_fs_message(
                 &io::Error::from_raw_os_error(40), // ELOOP
                 "stat",

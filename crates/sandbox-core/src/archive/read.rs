@@ -1,11 +1,10 @@
 //! Reading a received archive: the whole-archive check before anything is extracted.
 
-use std::fs;
-use std::io;
 use std::path::Path;
 
 use super::ArchiveError;
 use super::policy::{ArchivePolicy, EntryKind, is_meta};
+use super::stream::{entry_error, open_checked};
 
 pub(crate) fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -14,11 +13,10 @@ pub(crate) fn lossy(bytes: &[u8]) -> String {
 /// Checks every entry of the archive at `file` against the policy; the number of regular
 /// files when it passes.
 pub fn validate_archive(file: &Path) -> Result<u64, ArchiveError> {
-    let reader = fs::File::open(file).map_err(|e| ArchiveError::fs(e, "open", file))?;
-    let mut archive = tar::Archive::new(io::BufReader::new(reader));
+    let mut archive = open_checked(file)?;
     let mut policy = ArchivePolicy::default();
-    for entry in archive.entries().map_err(|_| ArchiveError::Format)? {
-        let entry = entry.map_err(|_| ArchiveError::Format)?;
+    for entry in archive.entries().map_err(entry_error)? {
+        let entry = entry.map_err(entry_error)?;
         let flag = entry.header().entry_type().as_byte();
         if is_meta(flag) {
             continue;

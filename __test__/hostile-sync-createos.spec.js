@@ -101,17 +101,8 @@ describe("a hostile CreateOS sandbox through a forked worker", () => {
   });
 
   afterAll(async () => {
-    if (lease) {
-      await worker
-        .call("environmentDestroyLease", { ...base, config, lease }, { invocation: invocation("destroy") })
-        .catch(() => {});
-    }
     worker?.kill();
-    if (emulator) {
-      const counts = await (await fetch(`${emulator.controlUrl}/counts`)).json();
-      await emulator.stop();
-      expect(counts.sandboxes).toBe(0);
-    }
+    await emulator?.stop();
     if (host) await rm(host, { recursive: true, force: true });
   });
 
@@ -168,4 +159,14 @@ describe("a hostile CreateOS sandbox through a forked worker", () => {
     },
     240_000,
   );
+
+  it("leaves nothing in the emulator once the lease is destroyed", async () => {
+    const destroyed = await worker.request(
+      "environmentDestroyLease",
+      { ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata },
+      { invocation: invocation("destroy") },
+    );
+    expect(destroyed.error).toBeUndefined();
+    expect(await (await fetch(`${emulator.controlUrl}/counts`)).json()).toMatchObject({ sandboxes: 0, liveProcesses: 0 });
+  });
 });

@@ -368,7 +368,9 @@ async fn a_sparse_file_over_the_bound_is_refused_without_filling_the_host() {
     let host = tempfile_dir();
     std::fs::write(host.join("target"), b"before").unwrap();
     let before = snapshot(&host);
-    let params = h.params(json!({
+    // 8 GiB go through the emulator before the cut: the config's default deadline (300 s), not
+    // the harness's 60 s, on a busy machine.
+    let params = h.params_with(json!({ "timeoutMs": 300_000 }), json!({
         "lease": { "providerLeaseId": lease["providerLeaseId"], "metadata": lease["metadata"], "expiresAt": null },
         "operations": [{ "files": [{ "kind": "file", "sourcePath": "/paperclip-workspace/sparse",
             "targetPath": host.join("target").to_string_lossy() }] }],

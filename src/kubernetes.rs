@@ -62,25 +62,25 @@ impl JsKubernetesProvider {
     /// `onEnvironmentAcquireLease`.
     #[napi]
     pub async fn acquire_lease(&self, params: String) -> String {
-        crate::forward_hook!(self, acquire, params)
+        crate::forward_hook!(self, acquire_lease, params)
     }
 
     /// `onEnvironmentResumeLease`.
     #[napi]
     pub async fn resume_lease(&self, params: String) -> String {
-        crate::forward_hook!(self, resume, params)
+        crate::forward_hook!(self, resume_lease, params)
     }
 
     /// `onEnvironmentReleaseLease`.
     #[napi]
     pub async fn release_lease(&self, params: String) -> String {
-        crate::forward_hook!(self, release, params)
+        crate::forward_hook!(self, release_lease, params)
     }
 
     /// `onEnvironmentDestroyLease`.
     #[napi]
     pub async fn destroy_lease(&self, params: String) -> String {
-        crate::forward_hook!(self, destroy, params)
+        crate::forward_hook!(self, destroy_lease, params)
     }
 
     /// `onEnvironmentRealizeWorkspace`.

@@ -39,6 +39,7 @@ pub mod cluster;
 pub mod config;
 pub mod egress_warnings;
 pub mod exec;
+mod hook_table;
 pub mod hooks;
 pub mod js;
 pub mod js_date;

@@ -2,8 +2,9 @@
 //!
 //! Hook params and results are plain JSON (the host sends and receives them over JSON-RPC), and
 //! V8's `JSON.stringify` / `JSON.parse` build and read them several times faster than napi can
-//! walk or create an object property by property. So the facade hands each hook its params as
-//! one JSON string and parses one JSON string back; nothing else crosses per property.
+//! walk or create an object property by property. So each hook's params cross as one JSON
+//! string (`JSON.stringify`, called from [`crate::provider`]) and the facade parses one JSON
+//! string back; nothing else crosses per property.
 //!
 //! The one exception is an execute result carrying a large output string (CreateOS keeps up to
 //! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust
@@ -38,9 +39,9 @@ pub struct Outcome {
     pub error: Option<NativeError>,
 }
 
-/// A hook's params from the JSON text the facade sent, or the failed outcome's JSON text to
-/// return. The facade always sends `JSON.stringify(params ?? null)`, so a failure here is a bug
-/// in the facade, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
+/// A hook's params from their JSON text, or the failed outcome's JSON text to return. The text
+/// is always `JSON.stringify(params ?? null)` ([`crate::provider`]), so a failure here is a bug
+/// in the bridge, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
 /// `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node writes it
 /// wherever a string becomes UTF-8 ([`sandbox_core::json::lone_surrogates_replaced`]); that
 /// second pass runs only when the first parse failed.

@@ -44,7 +44,8 @@ pub struct Outcome {
 /// in the bridge, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
 /// `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node writes it
 /// wherever a string becomes UTF-8 ([`sandbox_core::json::lone_surrogates_replaced`]); that
-/// second pass runs only when the first parse failed.
+/// second pass runs only when the first parse failed. Params nested deeper than the parser's
+/// limit fail with the catalogued [`sandbox_core::hook::PARAMS_TOO_DEEP`].
 pub fn parse_params(text: &str) -> Result<Value, String> {
     let parsed = serde_json::from_str(text).or_else(|error| {
         match sandbox_core::json::lone_surrogates_replaced(text) {
@@ -53,10 +54,15 @@ pub fn parse_params(text: &str) -> Result<Value, String> {
         }
     });
     parsed.map_err(|error| {
-        Outcome::error(ProviderError::new(format!(
-            "paperclip-sandbox-native internal error: hook params are not JSON ({error})"
-        )))
-        .into_json()
+        // serde_json refuses a 128th level of nesting: params V8 could still stringify.
+        let failure = if error.to_string().starts_with("recursion limit exceeded") {
+            ProviderError::new(sandbox_core::hook::PARAMS_TOO_DEEP)
+        } else {
+            ProviderError::new(format!(
+                "paperclip-sandbox-native internal error: hook params are not JSON ({error})"
+            ))
+        };
+        Outcome::error(failure).into_json()
     })
 }
 

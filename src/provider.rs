@@ -5,13 +5,16 @@
 //! `execute(params, log)` runs the execute hook with the call's bound `ctx.execution.log`.
 //!
 //! Params cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
-//! thread; the parse and the hook run on the tokio runtime, never blocking the JS thread.
+//! thread, so that params too deep for it (its stack runs out) become the catalogued
+//! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`; the parse and the hook run on the
+//! tokio runtime, never blocking the JS thread.
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Function, JsObjectValue, Object, PromiseRaw, Unknown};
 use napi::{Env, ValueType};
 use napi_derive::napi;
+use sandbox_core::hook::PARAMS_TOO_DEEP;
 use sandbox_core::{Hook, HostSink, Provider, ProviderError};
 
 use crate::execution_log::ExecutionLogCallback;
@@ -164,8 +167,9 @@ fn not_implemented(hook: &str) -> Outcome {
     )))
 }
 
-/// The params as JSON text, as `JSON.stringify(params ?? null)` writes it. A failure of
-/// `JSON.stringify` is rethrown as JavaScript threw it.
+/// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failed outcome
+/// for params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
+/// cycle: impossible in params the host parsed from JSON) is rethrown as JavaScript threw it.
 fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, Outcome>> {
     if matches!(params.get_type()?, ValueType::Undefined | ValueType::Null) {
         return Ok(Ok("null".to_owned()));
@@ -173,5 +177,12 @@ fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, Ou
     let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
     let stringify: Function<'_, Unknown<'_>, String> =
         json.get_named_property_unchecked("stringify")?;
-    stringify.call(params).map(Ok)
+    match stringify.call(params) {
+        Ok(text) => Ok(Ok(text)),
+        // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
+        Err(error) if error.reason.starts_with("RangeError") => {
+            Ok(Err(Outcome::error(ProviderError::new(PARAMS_TOO_DEEP))))
+        }
+        Err(error) => Err(error),
+    }
 }

@@ -1170,6 +1170,20 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ..CREATEOS
     },
     Entry {
+        code: "CREATEOS_PARAMS_TOO_DEEP",
+        template: "Hook params are nested too deeply: at most 127 levels of arrays and objects are accepted.",
+        hooks: &[other(
+            "any hook of either provider, for params nested more than 127 levels deep",
+        )],
+        meaning: "The hook's params hold arrays or objects nested more than 127 levels deep, which the bridge between the worker's JavaScript and the Rust provider does not carry; the hook did nothing.",
+        causes: &[
+            "A script or a hostile caller sending deliberately nested params (no host or agent writes params this deep).",
+        ],
+        fix: "Send params with at most 127 levels of nested arrays and objects; the host contract's params are a few levels deep.",
+        origin: Origin::Addition(PARAMS_DEPTH),
+        ..CREATEOS
+    },
+    Entry {
         code: "CREATEOS_JS_NOT_ITERABLE",
         template: "${value} is not iterable",
         hooks: &[on(Execute), on(SyncIn), on(SyncOut)],
@@ -1327,6 +1341,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
 ];
 
+const PARAMS_DEPTH: &str = "Added by this implementation: the bridge carries params up to 127 levels deep; deeper params fail with this message instead of the JavaScript engine's `Maximum call stack size exceeded` or the JSON parser's recursion limit.";
 const JS_RUNTIME: &str = "The original raises this as a JavaScript runtime error for a malformed hook parameter; reproduced with the runtime's exact text, as the host would see it from the original.";
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
 const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";

@@ -174,6 +174,12 @@ pub fn resolves_maybe<'a>(
     Box::pin(call)
 }
 
+/// The message for hook params nested deeper than the bridge carries them (JavaScript's
+/// `JSON.stringify` runs out of stack, or the parser's nesting limit is reached). No host
+/// sends such params; a hostile caller gets this instead of an engine or parser internal.
+pub const PARAMS_TOO_DEEP: &str =
+    "Hook params are nested too deeply: at most 127 levels of arrays and objects are accepted.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

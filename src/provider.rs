@@ -20,7 +20,7 @@ use sandbox_core::{Hook, HostSink, Provider, ProviderError};
 use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
-use crate::outcome::{ExecuteOutcome, Outcome};
+use crate::outcome::{ExecuteOutcome, Outcome, parse_params};
 
 /// Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
 /// holding a large string: as an object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
@@ -78,18 +78,14 @@ impl NativeProvider {
         let provider = Arc::clone(&self.provider);
         let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
         env.spawn_future(async move {
-            let text = match prepared {
-                Ok(text) => text,
-                Err(failed) => return Ok(failed.into_json()),
-            };
-            let params = match crate::outcome::parse_params(&text) {
-                Ok(params) => params,
-                Err(failed) => return Ok(failed),
-            };
-            let Some(hook) = Hook::from_js_name(&hook) else {
-                return Ok(not_implemented(&hook).into_json());
-            };
             let outcome = guard::run(async move {
+                let params = match prepared.and_then(|text| parse_params(&text)) {
+                    Ok(params) => params,
+                    Err(failed) => return Outcome::error(failed),
+                };
+                let Some(hook) = Hook::from_js_name(&hook) else {
+                    return not_implemented(&hook);
+                };
                 match provider.call(hook, &params, sink) {
                     Some(call) => call.await.into(),
                     None => not_implemented(hook.js_name()),
@@ -118,15 +114,11 @@ impl NativeProvider {
         let provider = Arc::clone(&self.provider);
         let sink = Arc::new(self.host.for_call(Some(on_output)));
         env.spawn_future(async move {
-            let text = match prepared {
-                Ok(text) => text,
-                Err(failed) => return Ok(ExecuteOutcome::Outcome(failed)),
-            };
-            let params = match crate::outcome::parse_params(&text) {
-                Ok(params) => params,
-                Err(failed) => return Ok(ExecuteOutcome::Json(failed)),
-            };
             let outcome = guard::run(async move {
+                let params = match prepared.and_then(|text| parse_params(&text)) {
+                    Ok(params) => params,
+                    Err(failed) => return Outcome::error(failed),
+                };
                 let shared: Arc<dyn HostSink> = sink.clone();
                 let outcome = match provider.call(Hook::Execute, &params, shared) {
                     Some(call) => call.await.into(),
@@ -136,7 +128,7 @@ impl NativeProvider {
                 outcome
             })
             .await;
-            Ok(ExecuteOutcome::Outcome(outcome))
+            Ok(ExecuteOutcome(outcome))
         })
     }
 
@@ -167,10 +159,10 @@ fn not_implemented(hook: &str) -> Outcome {
     )))
 }
 
-/// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failed outcome
-/// for params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
+/// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failure for
+/// params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
 /// cycle: impossible in params the host parsed from JSON) is rethrown as JavaScript threw it.
-fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, Outcome>> {
+fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, ProviderError>> {
     if matches!(params.get_type()?, ValueType::Undefined | ValueType::Null) {
         return Ok(Ok("null".to_owned()));
     }
@@ -181,7 +173,7 @@ fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, Ou
         Ok(text) => Ok(Ok(text)),
         // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
         Err(error) if error.reason.starts_with("RangeError") => {
-            Ok(Err(Outcome::error(ProviderError::new(PARAMS_TOO_DEEP))))
+            Ok(Err(ProviderError::new(PARAMS_TOO_DEEP)))
         }
         Err(error) => Err(error),
     }

@@ -179,7 +179,13 @@ async fn observe(target: &Target, ns: &str) -> Observations {
     }
     post(c, &api("secrets"), &secret("s3", json!({}))).await;
     let (status, body) = delete(c, &api("secrets/s3")).await;
-    record(&mut out, "delete secret", status, &body, &["/kind", "/status", "/details/name", "/details/kind"]);
+    record(
+        &mut out,
+        "delete secret",
+        status,
+        &body,
+        &["/kind", "/status", "/details/name", "/details/kind"],
+    );
     let (status, body) = get(c, &format!("{}?labelSelector=job-name%3Dnope", api("pods"))).await;
     record(
         &mut out,

@@ -83,7 +83,11 @@ async fn tenant_state(admin: &Client, paths: &[String]) -> Vec<(String, Value, V
     for path in paths {
         let (status, body) = get(admin, path).await;
         assert_eq!(status, 200, "{path} exists: {body}");
-        state.push((path.clone(), body["metadata"]["uid"].clone(), built_parts_of(&body)));
+        state.push((
+            path.clone(),
+            body["metadata"]["uid"].clone(),
+            built_parts_of(&body),
+        ));
     }
     state
 }
@@ -416,7 +420,12 @@ async fn delete_namespace(admin: &Client, ns: &str) {
 async fn lifecycle(shape: Shape, backend: &str, egress: &str) {
     let plane: &ControlPlane = control_plane(shape).await;
     let admin = client(&plane.kubeconfig).await;
-    let slug = unique(&format!("{}-{}-{}", shape.sandbox_version(), &backend[..3], &egress[..3]));
+    let slug = unique(&format!(
+        "{}-{}-{}",
+        shape.sandbox_version(),
+        &backend[..3],
+        &egress[..3]
+    ));
     let config = config(&plane.kubeconfig, &slug, backend, egress);
     let provider = KubernetesProvider::new();
 

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
+use kubernetes::cluster::PodExec;
+use kubernetes::cluster::{ClientCache, KubeCluster};
 use kubernetes::config::KubernetesConfig;
 use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };
-use kubernetes::kube_client::{ClientCache, KubeCluster};
-use kubernetes::runtime::PodExec;
 use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use sandbox_core::{BoxFuture, NullSink};
 use serde_json::{Value, json};
@@ -44,7 +44,7 @@ impl Lease {
     async fn acquire(emu: &KubernetesEmulator, provider: &KubernetesProvider) -> Lease {
         let config = config(emu, "sandbox-cr");
         let acquired = provider
-            .acquire(
+            .acquire_lease(
                 &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-s"}),
                 &NullSink,
             )
@@ -76,7 +76,7 @@ impl Lease {
 
     async fn destroy(&self, provider: &KubernetesProvider) {
         provider
-            .destroy(
+            .destroy_lease(
                 &json!({"config": self.config, "companyId": "c-1",
                     "providerLeaseId": self.lease["providerLeaseId"],
                     "leaseMetadata": self.lease["metadata"]}),

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubernetes::KubernetesProvider;
+use kubernetes::cluster::PodExec;
 use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };
-use kubernetes::runtime::PodExec;
 use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -406,10 +406,10 @@ fn every_hook_with_arbitrary_params() {
                     p,
                     params,
                     probe,
-                    acquire,
-                    resume,
-                    release,
-                    destroy,
+                    acquire_lease,
+                    resume_lease,
+                    release_lease,
+                    destroy_lease,
                     realize_workspace,
                     execute,
                     sync_in,

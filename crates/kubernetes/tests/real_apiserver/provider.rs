@@ -39,7 +39,7 @@ fn lease_params(config: &Value, lease: &Value) -> Value {
 
 async fn acquire(provider: &KubernetesProvider, config: &Value, run: &str) -> Value {
     provider
-        .acquire(&acquire_params(config, run), &NullSink)
+        .acquire_lease(&acquire_params(config, run), &NullSink)
         .await
         .unwrap_or_else(|e| panic!("acquire refused: {}", e.message))
 }
@@ -500,7 +500,7 @@ async fn lifecycle(shape: Shape, backend: &str, egress: &str) {
     } else {
         let pod = make_sandbox_ready(&admin, shape, &ns, &objects.workload).await;
         let resumed = provider
-            .resume(&lease_params(&config, &first), &NullSink)
+            .resume_lease(&lease_params(&config, &first), &NullSink)
             .await
             .unwrap_or_else(|e| panic!("resume refused: {}", e.message));
         assert_eq!(resumed["providerLeaseId"], first_name.as_str(), "{resumed}");
@@ -522,7 +522,7 @@ async fn lifecycle(shape: Shape, backend: &str, egress: &str) {
 
     // Release (the workload in the foreground; the rest by ownerReference).
     let released = provider
-        .release(&lease_params(&config, &first), &NullSink)
+        .release_lease(&lease_params(&config, &first), &NullSink)
         .await
         .unwrap_or_else(|e| panic!("release refused: {}", e.message));
     assert_eq!(released, None);
@@ -533,7 +533,7 @@ async fn lifecycle(shape: Shape, backend: &str, egress: &str) {
     let second_name = second["providerLeaseId"].as_str().unwrap();
     let second_uid = second_objects.workload["metadata"]["uid"].as_str().unwrap();
     provider
-        .destroy(&lease_params(&config, &second), &NullSink)
+        .destroy_lease(&lease_params(&config, &second), &NullSink)
         .await
         .unwrap_or_else(|e| panic!("destroy refused: {}", e.message));
     let path = workload_path(backend, shape, &ns, second_name);
@@ -582,7 +582,7 @@ async fn concurrent_first_acquires_absorb_the_conflicts() {
         assert_eq!(lease["metadata"]["namespace"], ns.as_str());
         lease_objects(&admin, "sandbox-cr", "cilium", Shape::V05, lease).await;
         provider
-            .destroy(&lease_params(&config, lease), &NullSink)
+            .destroy_lease(&lease_params(&config, lease), &NullSink)
             .await
             .unwrap_or_else(|e| panic!("destroy refused: {}", e.message));
     }
@@ -638,7 +638,7 @@ async fn the_servers_errors_reach_the_hooks() {
     let slug = unique("denied");
     let limited = config(&plane.limited_kubeconfig, &slug, "sandbox-cr", "standard");
     let err = provider
-        .acquire(&acquire_params(&limited, "run-1"), &NullSink)
+        .acquire_lease(&acquire_params(&limited, "run-1"), &NullSink)
         .await
         .unwrap_err();
     let ns = format!("paperclip-{slug}");
@@ -658,7 +658,7 @@ async fn the_servers_errors_reach_the_hooks() {
         "metadata": {"namespace": format!("paperclip-{slug}"), "backend": "sandbox-cr",
             "sandboxApiVersion": "v1alpha1"}});
     let resumed = provider
-        .resume(&lease_params(&admin_config, &ghost), &NullSink)
+        .resume_lease(&lease_params(&admin_config, &ghost), &NullSink)
         .await
         .unwrap();
     assert_eq!(
@@ -666,11 +666,11 @@ async fn the_servers_errors_reach_the_hooks() {
         json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": "Sandbox CR no longer exists"}})
     );
     let released = provider
-        .release(&lease_params(&admin_config, &ghost), &NullSink)
+        .release_lease(&lease_params(&admin_config, &ghost), &NullSink)
         .await;
     assert_eq!(released.map_err(|e| e.message), Ok(None));
     let destroyed = provider
-        .destroy(&lease_params(&admin_config, &ghost), &NullSink)
+        .destroy_lease(&lease_params(&admin_config, &ghost), &NullSink)
         .await;
     assert_eq!(destroyed.map_err(|e| e.message), Ok(None));
 
@@ -679,7 +679,7 @@ async fn the_servers_errors_reach_the_hooks() {
     let mut bad = config(&plane.kubeconfig, &slug, "job", "standard");
     bad["runtimeClassName"] = json!("Not_A_Class");
     let err = provider
-        .acquire(&acquire_params(&bad, "run-1"), &NullSink)
+        .acquire_lease(&acquire_params(&bad, "run-1"), &NullSink)
         .await
         .unwrap_err();
     assert!(

@@ -35,8 +35,8 @@ const marks = {};
 
 /** Each plugin worker constructs its provider with a host bridge; this process holds both. */
 function construct(kit, native) {
-  const createos = new native.CreateOsProvider(kit.createHostBridge().callbacks);
-  const kubernetes = new native.KubernetesProvider(kit.createHostBridge().callbacks);
+  const createos = native.NativeProvider.createos(kit.createHostBridge().callbacks);
+  const kubernetes = native.NativeProvider.kubernetes(kit.createHostBridge().callbacks);
   globalThis.__providers = [createos, kubernetes];
 }
 

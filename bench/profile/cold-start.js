@@ -32,7 +32,8 @@ const STEPS = [
   ["  napi_register_module_v1", /:napi_register_module_v1 /],
   ["    napi's symbol table (napi_sys::setup)", /napi_sys::setup /],
   ["    module_init: runtime and allocator (runtime::install)", /paperclip_sandbox_native::runtime::install /],
-  ["  the two constructors", /::new_c_callback /],
+  // `NativeProvider.createos` / `.kubernetes` (napi-rs names the glue `<method>_c_callback`).
+  ["  the two constructors", /NativeProvider\S*::(createos|kubernetes)_c_callback |::new_c_callback /],
 ];
 const annotated = execFileSync("callgrind_annotate", ["--inclusive=yes", "--threshold=100", out], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 }).split("\n");
 console.log(`window total: ${instructions.toLocaleString("en-US")} instructions (profile: ${out})`);

@@ -13,6 +13,7 @@ pub mod hook;
 pub mod host;
 pub mod json;
 pub mod soak;
+pub mod sparse;
 pub mod utf8;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};

@@ -432,6 +432,9 @@ async fn an_execute_whose_pod_lookup_hangs_fails_on_the_exec_floor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_execute_whose_exec_upgrade_hangs_times_out_on_its_watchdog() {
     let bed = Bed::start().await;
+    // Seen Ready once: the next execute goes straight to the exec.
+    let warm = bed.execute(json!({"command": "true"})).await;
+    assert_eq!(warm["exitCode"], 0, "{warm}");
     hang(&bed.emu, "GET", "/api/v1/namespaces/*/pods/*/exec");
     let params = json!({"config": bed.config, "companyId": "c-1", "lease": bed.lease,
         "timeoutMs": 1500, "command": "echo", "args": ["hi"]});
@@ -474,7 +477,7 @@ async fn a_job_execute_whose_status_poll_hangs_times_out_on_its_deadline() {
         )
         .await
         .expect("acquire");
-    hang(&emu, "GET", "/apis/batch/v1/namespaces/*/jobs/*");
+    hang(&emu, "GET", "/apis/batch/v1/namespaces/*/jobs/*/status");
     let lease = json!({"providerLeaseId": acquired["providerLeaseId"],
         "metadata": acquired["metadata"]});
     let params = json!({"config": config, "companyId": "c-1", "lease": lease, "timeoutMs": 1500});

@@ -9,8 +9,8 @@ use super::cilium::{CiliumNetworkPolicyInput, build_cilium_network_policy_manife
 use super::labels::RUN_ID_LABEL;
 use super::naming::scoped_policy_name;
 use super::network_policy::{NetworkPolicyInput, build_network_policy_manifests};
-use crate::adapters::StringMap;
 use crate::config::EgressMode;
+use crate::config::adapters::StringMap;
 use crate::js::js_to_lower_case;
 use sandbox_core::json::js_trim;
 

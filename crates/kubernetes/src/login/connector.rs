@@ -8,12 +8,12 @@ use std::time::Duration;
 use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
-use crate::api_bound;
+use crate::cluster::ClusterConnector;
+use crate::cluster::api_bound;
+use crate::cluster::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::exec::ExecError;
 use crate::exec::tty::{TtyEvents, TtySession};
-use crate::hooks::EXEC_FLOOR_MS;
-use crate::orchestrate::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
-use crate::runtime::ClusterConnector;
+use crate::hooks::execute::EXEC_FLOOR_MS;
 
 /// A30 (the manager always sets the lease id).
 pub const LOGIN_REQUIRES_LEASE_ID: &str = "Kubernetes login PTY requires a lease ID";

@@ -288,7 +288,9 @@ mod tests {
         assert!(out.contains("else tar -c --no-xattrs -h --exclude '._*' --exclude 'node_modules' -f - -- \"$@\" || { echo \"tar failed\" >&2; exit 43; }; fi"));
         // Following links, the tree is walked first (excluded names pruned); not otherwise.
         assert!(out.contains(r#"find -L . \( -name '._*' -o -name 'node_modules' \) -prune"#));
-        assert!(out.contains(r#"printf 'REPEATED %s/%s\n' '/workspace/d' "${_pc_rep#./}" >&2; exit 49; fi"#));
+        assert!(out.contains(
+            r#"printf 'REPEATED %s/%s\n' '/workspace/d' "${_pc_rep#./}" >&2; exit 49; fi"#
+        ));
         let plain = sync_out_directory("/workspace", "/workspace/d", &[], false);
         assert!(!plain.contains("find -L") && !plain.contains("exit 49"));
         let wrapper = post_upload_wrapper("/workspace");

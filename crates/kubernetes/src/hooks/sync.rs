@@ -1,14 +1,16 @@
-//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut` (spec §11.12).
+//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut` (spec §11.12): find the lease's Sandbox pod
+//! (waiting for it to be Ready once per lease and worker), then hand the operations to the sync
+//! engine ([`crate::sync`]). Only the sandbox-cr backend syncs.
 
 use sandbox_core::{HostSink, ProviderError, ProviderResult};
 use serde_json::Value;
 
-use super::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
-use crate::api_bound;
+use super::{EXECUTE_POLL_MS, LeaseView, js_string, parse_config_for_hook};
+use crate::cluster::api_bound;
+use crate::cluster::{ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
-use crate::hooks::{EXECUTE_POLL_MS, LeaseView, js_string};
-use crate::orchestrate::{ClusterError, PollOptions, WorkloadOrchestrator};
-use crate::provider::{KubernetesProvider, parse_config_for_hook};
+use crate::provider::KubernetesProvider;
+use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 
 /// A1.
 pub const SYNC_REQUIRES_REMOTE_DIR: &str =

@@ -15,7 +15,7 @@
 //! or version discovery by the call's budget left ([`remaining_ms`], never below the original's
 //! 5 s exec floor) or, in sync, by [`LOOKUP`].
 //!
-//! The deadline is carried in a task-local, so every [`crate::kube_client::KubeCluster`]
+//! The deadline is carried in a task-local, so every [`crate::cluster::KubeCluster`]
 //! request made inside [`with_api_bound`] is cut at it and fails with
 //! [`api_timeout_message`] as an ordinary transport error, through the hook's normal error
 //! path (an acquire's partial-failure cleanup included, which gets a fresh bound of its own).

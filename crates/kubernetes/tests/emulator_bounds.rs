@@ -470,7 +470,7 @@ async fn a_job_execute_whose_status_poll_hangs_times_out_on_its_deadline() {
         "backend": "job", "egressMode": "cilium"});
     let provider = KubernetesProvider::new();
     let acquired = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                 "runId": "run-job"}),
             &NullSink,

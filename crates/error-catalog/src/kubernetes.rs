@@ -1428,8 +1428,12 @@ pub(crate) const ENTRIES: &[Entry] = &[
             on(ResumeLease),
             on(ReleaseLease),
             on(DestroyLease),
+            on(Execute),
+            on(SyncIn),
+            on(SyncOut),
+            on(LoginPtyOpen),
         ],
-        meaning: "A Kubernetes API request of the hook got no reply before the hook's bound: the call's `timeoutMs` (`config.timeoutMs`) kept within a floor and a cap per hook so the reply reaches the host before its own deadline (acquire at least 10 s, 25 s without a timeout; resume at least 35 s; release and destroy 10–25 s; probe 10–100 s). An acquire cut this way still deletes what it had created (else it fails with `K8S_ACQUIRE_CLEANUP_INCOMPLETE`); a probe reports it in `metadata.error`; a resume reports it as the `reason` of a lease it cannot resume; a destroy rejects with `Failed to delete one or more Kubernetes lease resources`, this message among its `errors`.",
+        meaning: "A Kubernetes API request of the hook got no reply before the hook's bound: the call's `timeoutMs` (`config.timeoutMs`) kept within a floor and a cap per hook so the reply reaches the host before its own deadline (acquire at least 10 s, 25 s without a timeout; resume at least 35 s; release and destroy 10–25 s; probe 10–100 s). An acquire cut this way still deletes what it had created (else it fails with `K8S_ACQUIRE_CLEANUP_INCOMPLETE`); a probe reports it in `metadata.error`; a resume reports it as the `reason` of a lease it cannot resume; a destroy rejects with `Failed to delete one or more Kubernetes lease resources`, this message among its `errors`. Execute, sync and a login open bound the lookups before their stream (the Sandbox API discovery and the pod lookup): execute by what is left of its `timeoutMs` (at least 5 s, the original's exec floor), sync by `config.timeoutMs` (at least 10 s, 25 s without one), a login open by what is left of its 30 s readiness wait (at least 5 s), which also bounds the upgrade of its terminal's exec. Their readiness waits end on their own timeout instead, with the contract's readiness message, and an exec's upgrade is under the exec's watchdog.",
         causes: &[
             "An API server (or a proxy or load balancer in front of it) that accepts connections and never answers: overloaded, stuck etcd, a half-open connection.",
             "A webhook on the request path that hangs.",
@@ -1467,8 +1471,8 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "K8S_SYNC_SOURCE_REPEATED_DIRECTORY",
         template: "Kubernetes sync source repeats a directory through symbolic links at ${path}; followSymlinks needs a tree without link loops or two links to one directory.",
-        hooks: SYNC_IN,
-        meaning: "A directory sync-in with `followSymlinks: true` reached the same host directory (same device and inode) twice while following links, so the walk stopped before copying the tree again and again; nothing was uploaded.",
+        hooks: SYNC,
+        meaning: "A directory sync with `followSymlinks: true` reached the same directory (same device and inode) twice while following links, so the walk stopped before copying the tree again and again. Sync-in walks the host source before its `tar -h`; nothing was uploaded. Sync-out walks the sandbox source in the pod (GNU `find -L`, which also reports loops itself) before the pod's `tar -h`; nothing was downloaded or extracted, and the path named is the sandbox's. A pod without GNU `find` skips the walk (its `tar -h` runs as in the original).",
         causes: &[
             "A link loop in the source directory, such as `a -> .` or `up -> ..`.",
             "Two links to one directory, or a link to a directory that is also in the tree.",

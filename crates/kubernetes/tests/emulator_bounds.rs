@@ -1,13 +1,19 @@
 //! Bounded waits and results that fit the host (issue 15, attack 4), against the Kubernetes
 //! emulator:
 //! - an output too large for one reply line is cut to its tail, flagged `outputTruncated`, with
-//!   the exit code kept (24 MiB in the normal suite; 256 MiB and 1 GiB with `PAPERCLIP_SOAK=long`);
+//!   the exit code kept (24, 256 and 1,024 MiB);
 //! - 8 MiB of stdin to a command that exits without reading it: the exit status and the output
 //!   are taken as soon as the status arrives, not at the timeout;
 //! - an API server that accepts requests and never answers: acquire, release, destroy, resume
 //!   and probe each finish within their bound (`kubernetes::cluster::api_bound`) with
-//!   `K8S_API_TIMEOUT`, and an acquire cut after creating objects leaves nothing behind.
+//!   `K8S_API_TIMEOUT`, and an acquire cut after creating objects leaves nothing behind;
+//! - the same before a stream starts: execute's pod lookup, its exec upgrade and the job
+//!   backend's status poll, sync's readiness wait and pod lookup, a login open's readiness wait
+//!   and its terminal's exec upgrade each end on their bound with the contract's message where
+//!   it has one (readiness and exec timeouts), else `K8S_API_TIMEOUT`.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
@@ -15,7 +21,7 @@ use kubernetes::KubernetesProvider;
 use kubernetes::cluster::DESTROY_LEASE_FAILED;
 use kubernetes::cluster::api_bound::{self, api_timeout_message};
 use kubernetes::exec::RESULT_TAIL_BYTES;
-use sandbox_core::NullSink;
+use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
 
 /// The host drops a reply line over this many characters (host contract §2.6).
@@ -99,10 +105,17 @@ async fn an_output_too_large_for_the_host_is_cut_to_its_tail() {
         "{small}"
     );
     assert_cut_to_tail(&bed, 24).await;
-    if std::env::var("PAPERCLIP_SOAK").as_deref() == Ok("long") {
-        assert_cut_to_tail(&bed, 256).await;
-        assert_cut_to_tail(&bed, 1024).await;
-    }
+    bed.emu.shutdown().await;
+}
+
+/// The sizes of the report: 256 MiB used to become one ~268 MB reply line (over the host's
+/// 128 MiB, so the call never resolved) and 1 GiB a napi string conversion error. Slow (1.25 GiB
+/// through the emulator's exec), so on its own, in parallel with the rest of the suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_of_256_mib_and_1_gib_are_cut_to_their_tail_with_the_exit_code() {
+    let bed = Bed::start().await;
+    assert_cut_to_tail(&bed, 256).await;
+    assert_cut_to_tail(&bed, 1024).await;
     bed.emu.shutdown().await;
 }
 
@@ -365,4 +378,219 @@ async fn a_probe_against_a_hung_api_server_answers_on_its_bound() {
     assert_eq!(result["metadata"]["error"], api_timeout_message(FLOOR_MS));
     bed.emu.clear_faults();
     bed.emu.shutdown().await;
+}
+
+/// The lease as execute and sync see it, without the remembered pod name (so they look it up).
+fn without_pod_name(lease: &Value) -> Value {
+    let mut lease = lease.clone();
+    lease["metadata"]
+        .as_object_mut()
+        .expect("lease metadata")
+        .remove("podName");
+    lease
+}
+
+const SANDBOX_GET: &str = "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*";
+
+/// Only the `nth` matching request hangs (a readiness poll and a pod lookup share a path).
+fn hang_nth(emu: &KubernetesEmulator, method: &str, path: &str, nth: u64) {
+    emu.add_fault(
+        serde_json::from_value(
+            json!({"method": method, "path": path, "nth": nth, "times": 1,
+            "action": {"kind": "delay", "ms": 600_000}}),
+        )
+        .unwrap(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_execute_whose_pod_lookup_hangs_fails_on_the_exec_floor() {
+    let bed = Bed::start().await;
+    // Seen Ready once: the next execute goes straight to the pod lookup.
+    let warm = bed.execute(json!({"command": "true"})).await;
+    assert_eq!(warm["exitCode"], 0, "{warm}");
+    hang(&bed.emu, "GET", SANDBOX_GET);
+    let params = json!({"config": bed.config, "companyId": "c-1",
+        "lease": without_pod_name(&bed.lease), "timeoutMs": 1500, "command": "echo"});
+    let started = Instant::now();
+    let err = bed
+        .provider
+        .execute(&params, &NullSink)
+        .await
+        .expect_err("a hung pod lookup rejects");
+    // timeoutMs 1500 is below the original's 5 s exec floor, which bounds the lookup too.
+    within(started, 5_000);
+    assert_eq!(err.message, api_timeout_message(5_000));
+    assert!(
+        bed.emu.faults().iter().any(|f| f.fired > 0),
+        "the hang was hit"
+    );
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_execute_whose_exec_upgrade_hangs_times_out_on_its_watchdog() {
+    let bed = Bed::start().await;
+    // Seen Ready once: the next execute goes straight to the exec.
+    let warm = bed.execute(json!({"command": "true"})).await;
+    assert_eq!(warm["exitCode"], 0, "{warm}");
+    hang(&bed.emu, "GET", "/api/v1/namespaces/*/pods/*/exec");
+    let params = json!({"config": bed.config, "companyId": "c-1", "lease": bed.lease,
+        "timeoutMs": 1500, "command": "echo", "args": ["hi"]});
+    let started = Instant::now();
+    let result = bed
+        .provider
+        .execute(&params, &NullSink)
+        .await
+        .expect("an exec timeout is a result");
+    within(started, 5_000);
+    assert_eq!(result["timedOut"], true, "{result}");
+    assert_eq!(result["exitCode"], Value::Null);
+    let pod = result["metadata"]["podName"].as_str().unwrap();
+    assert_eq!(
+        result["stderr"],
+        kubernetes::exec::transport::exec_timeout_message(5_000, pod, "agent", "echo")
+    );
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_execute_whose_status_poll_hangs_times_out_on_its_deadline() {
+    let mut opts = KubeEmulatorOptions::for_tests();
+    opts.command_overrides = BTreeMap::from([(
+        "/usr/local/bin/paperclip-agent-shim".to_string(),
+        vec!["/bin/sh".into(), "-c".into(), "echo job-output".into()],
+    )]);
+    let emu = KubernetesEmulator::start(opts)
+        .await
+        .expect("emulator starts");
+    let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
+        "backend": "job", "egressMode": "cilium"});
+    let provider = KubernetesProvider::new();
+    let acquired = provider
+        .acquire_lease(
+            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
+                "runId": "run-job"}),
+            &NullSink,
+        )
+        .await
+        .expect("acquire");
+    hang(&emu, "GET", "/apis/batch/v1/namespaces/*/jobs/*/status");
+    let lease = json!({"providerLeaseId": acquired["providerLeaseId"],
+        "metadata": acquired["metadata"]});
+    let params = json!({"config": config, "companyId": "c-1", "lease": lease, "timeoutMs": 1500});
+    let started = Instant::now();
+    let result = provider
+        .execute(&params, &NullSink)
+        .await
+        .expect("a Job still running at the deadline is a result");
+    within(started, 1_500);
+    assert_eq!(result["timedOut"], true, "{result}");
+    assert_eq!(result["exitCode"], Value::Null);
+    assert_eq!(result["metadata"]["phase"], Value::Null);
+    assert!(emu.faults().iter().any(|f| f.fired > 0), "the hang was hit");
+    emu.clear_faults();
+    emu.shutdown().await;
+}
+
+/// A sync call: it fails before its (empty) operations.
+fn sync_params(config: Value, lease: Value) -> Value {
+    json!({"config": config, "companyId": "c-1", "lease": lease, "operations": []})
+}
+
+fn with_remote_cwd(lease: &Value) -> Value {
+    let mut lease = lease.clone();
+    lease["metadata"]["remoteCwd"] = json!("/workspace");
+    lease
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_whose_readiness_poll_hangs_fails_on_the_readiness_deadline() {
+    let bed = Bed::start().await;
+    hang(&bed.emu, "GET", SANDBOX_GET);
+    // The sync's wait is podActivityDeadlineSec (the contract's); a fresh worker waits for Ready.
+    let mut config = bed.config.clone();
+    config["podActivityDeadlineSec"] = json!(3);
+    let params = sync_params(config, with_remote_cwd(&bed.lease));
+    let started = Instant::now();
+    let err = KubernetesProvider::new()
+        .sync_out(&params, &NullSink)
+        .await
+        .expect_err("a hung readiness wait rejects");
+    within(started, 3_000);
+    let lease_id = bed.lease["providerLeaseId"].as_str().unwrap();
+    assert_eq!(
+        err.message,
+        format!("Sandbox {NS}/{lease_id} did not reach Ready phase within 3000ms")
+    );
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_whose_pod_lookup_hangs_fails_on_its_bound() {
+    let bed = Bed::start().await;
+    let warm = bed.execute(json!({"command": "true"})).await;
+    assert_eq!(warm["exitCode"], 0, "{warm}");
+    hang(&bed.emu, "GET", SANDBOX_GET);
+    let lease = with_remote_cwd(&without_pod_name(&bed.lease));
+    let params = sync_params(hung_config(&bed.config), lease);
+    let started = Instant::now();
+    let err = bed
+        .provider
+        .sync_in(&params, &NullSink)
+        .await
+        .expect_err("a hung pod lookup rejects");
+    within(started, FLOOR_MS);
+    assert_eq!(err.message, api_timeout_message(FLOOR_MS));
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+const LOGIN_HOME: &str = "/tmp/paperclip-adapter-login/6a1f0c2e-9b3d-4e5f-a6b7-c8d9e0f1a2b3";
+
+async fn hung_login_open(path: &str, nth: Option<u64>) -> String {
+    let bed = Bed::start().await;
+    match nth {
+        Some(nth) => hang_nth(&bed.emu, "GET", path, nth),
+        None => hang(&bed.emu, "GET", path),
+    }
+    let params = json!({"hostRouteId": "route-1", "driverKey": "kubernetes",
+        "companyId": "c-1", "environmentId": "e-1",
+        "providerLeaseId": bed.lease["providerLeaseId"], "loginCommandKey": "claude",
+        "sessionHome": LOGIN_HOME});
+    let sink: Arc<dyn HostSink> = Arc::new(NullSink);
+    let started = Instant::now();
+    let err = bed
+        .provider
+        .login_pty_open(&params, sink)
+        .await
+        .expect_err("a hung login open rejects");
+    // The host waits 30 s for the open: the readiness wait's own 30 s bounds it all.
+    within(started, 30_000);
+    assert!(
+        bed.emu.faults().iter().any(|f| f.fired > 0),
+        "the hang was hit"
+    );
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+    err.message
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_open_whose_readiness_poll_hangs_fails_on_the_readiness_deadline() {
+    let message = hung_login_open(SANDBOX_GET, None).await;
+    assert!(
+        message.starts_with(&format!("Sandbox {NS}/"))
+            && message.ends_with(" did not reach Ready phase within 30000ms"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_open_whose_terminal_upgrade_hangs_fails_on_its_bound() {
+    let message = hung_login_open("/api/v1/namespaces/*/pods/*/exec", None).await;
+    assert!(api_bound::is_timeout(&message), "{message}");
 }

@@ -524,6 +524,76 @@ async fn following_a_link_loop_fails_fast() {
     emu.shutdown().await;
 }
 
+/// Issue 15, sync-out: the pod's `tar -h` follows `a -> .` until it crashes, the archive
+/// growing all along, into a bare `tar failed`. The pod walks the tree first and stops at the
+/// first directory reached twice (a loop, or two links to one directory): nothing is
+/// downloaded, nothing lands on the host, and the sandbox path is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_a_link_loop_on_sync_out_fails_fast() {
+    let emu = start().await;
+    let provider = KubernetesProvider::new();
+    let lease = Lease::acquire(&emu, &provider).await;
+    let made = lease
+        .sh(
+            &provider,
+            "mkdir -p /workspace/loop/sub /workspace/twice/d && echo x > /workspace/loop/sub/f \
+             && ln -s . /workspace/loop/a && ln -s . /workspace/loop/b \
+             && echo y > /workspace/twice/d/f && ln -s d /workspace/twice/l1 \
+             && ln -s d /workspace/twice/l2 && echo made",
+        )
+        .await;
+    assert_eq!(made["stdout"], "made\n", "{made}");
+    let host = tempfile::tempdir().unwrap();
+    let op = |source: &str, target: &str, exclude: Value| {
+        lease.params(
+            json!([{"operationId": "loop", "files": [{"kind": "directory",
+            "sourcePath": source, "targetPath": host.path().join(target),
+            "followSymlinks": true, "exclude": exclude}]}]),
+        )
+    };
+    let message = |path: &str| {
+        format!(
+            "Kubernetes sync source repeats a directory through symbolic links at {path}; followSymlinks needs a tree without link loops or two links to one directory."
+        )
+    };
+    // GNU find reports the loop at whichever link it meets first.
+    let looped = err(provider.sync_out(&op("/workspace/loop", "loop", json!([])), &NullSink)).await;
+    assert!(
+        looped == message("/workspace/loop/a") || looped == message("/workspace/loop/b"),
+        "{looped}"
+    );
+    let twice =
+        err(provider.sync_out(&op("/workspace/twice", "twice", json!([])), &NullSink)).await;
+    assert!(
+        twice == message("/workspace/twice/l1") || twice == message("/workspace/twice/l2"),
+        "{twice}"
+    );
+    assert_eq!(
+        std::fs::read_dir(host.path()).unwrap().count(),
+        0,
+        "nothing lands on the host"
+    );
+    // With the links excluded the same tree syncs, and without followSymlinks they stay links.
+    let result = provider
+        .sync_out(&op("/workspace/loop", "loop", json!(["a", "b"])), &NullSink)
+        .await
+        .unwrap();
+    assert_eq!(result["operations"][0]["filesTransferred"], 1, "{result}");
+    assert_eq!(
+        std::fs::read(host.path().join("loop/sub/f")).unwrap(),
+        b"x\n"
+    );
+    let kept = lease.params(
+        json!([{"operationId": "links", "files": [{"kind": "directory",
+        "sourcePath": "/workspace/loop", "targetPath": host.path().join("links")}]}]),
+    );
+    provider.sync_out(&kept, &NullSink).await.unwrap();
+    assert!(host.path().join("links/a").is_symlink());
+    lease.destroy(&provider).await;
+    no_leaks(&emu).await;
+    emu.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_checks_and_the_job_backend_refusal() {
     let emu = start().await;

@@ -3,7 +3,8 @@
 //! injected through its fault API: 5xx and 409 Status replies, delays, dropped connections, cut
 //! exec and watch streams, slow pod readiness, and failures of each acquire step after the
 //! workload is created (the Secret POST, the follow-up Sandbox GET or pod list, the policy POSTs),
-//! which the acquire must clean up after itself.
+//! which the acquire must clean up after itself. Two of these run on a schedule with no other
+//! fault, so every run has them: a 500 on the follow-up Sandbox GET and a dropped Secret POST.
 //!
 //! Checked: every failure is a catalogued message (`error_catalog::explain`) or a Kubernetes API
 //! Status message passed through with its numeric code (as the original does); the canary
@@ -136,6 +137,43 @@ fn after_claim_fault(rng: &mut SoakRng, backend: &str) -> FaultRule {
     .expect("a valid fault rule")
 }
 
+/// The two acquire failures every run injects on a schedule (every 8th lifecycle each, from the
+/// 4th and the 8th), with no other fault: a 500 on the follow-up GET of the Sandbox just
+/// created, and a Secret POST whose connection is dropped without a reply. Either way the
+/// acquire must delete what it created.
+const CLEANUP_FAULTS: &[(&str, &str, &str)] = &[
+    (
+        "500 on the follow-up Sandbox GET",
+        "GET",
+        "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes/*",
+    ),
+    (
+        "dropped Secret POST",
+        "POST",
+        "/api/v1/namespaces/*/secrets",
+    ),
+];
+
+fn scheduled_cleanup_fault(lifecycle: usize) -> Option<usize> {
+    match lifecycle % 8 {
+        3 => Some(0),
+        7 => Some(1),
+        _ => None,
+    }
+}
+
+fn cleanup_fault(which: usize) -> FaultRule {
+    let (_, method, path) = CLEANUP_FAULTS[which];
+    let action = if which == 0 {
+        json!({"kind": "status", "code": 500, "after": false})
+    } else {
+        json!({"kind": "drop", "after": false})
+    };
+    serde_json::from_value(json!({"method": method, "path": path, "nth": 1, "times": 1,
+        "action": action}))
+    .expect("a valid fault rule")
+}
+
 fn random_fault(rng: &mut SoakRng) -> FaultRule {
     let stream = rng.chance(20);
     let (method, path, action) = if stream {
@@ -182,6 +220,8 @@ struct Tally {
     orphaned: usize,
     executed: usize,
     failures: BTreeMap<String, usize>,
+    /// Scheduled cleanup faults that fired, per kind (`CLEANUP_FAULTS`).
+    cleanup_faults_fired: [usize; 2],
 }
 
 impl Tally {
@@ -306,7 +346,12 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
 
     for i in 0..n {
         emu.clear_faults();
-        let backend = *rng.pick(&["sandbox-cr", "sandbox-cr", "job"]);
+        let scheduled = scheduled_cleanup_fault(i);
+        let backend = if scheduled.is_some() {
+            "sandbox-cr"
+        } else {
+            *rng.pick(&["sandbox-cr", "sandbox-cr", "job"])
+        };
         let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
             "backend": backend, "egressMode": "cilium"});
         // Slow readiness for a quarter of the lifecycles.
@@ -319,11 +364,15 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
             pod_ready_delay_ms: Some(ready),
             ..SettingsPatch::default()
         });
-        for _ in 0..rng.below(3) {
-            emu.add_fault(random_fault(&mut rng));
-        }
-        if rng.chance(25) {
-            emu.add_fault(after_claim_fault(&mut rng, backend));
+        if let Some(which) = scheduled {
+            emu.add_fault(cleanup_fault(which));
+        } else {
+            for _ in 0..rng.below(3) {
+                emu.add_fault(random_fault(&mut rng));
+            }
+            if rng.chance(25) {
+                emu.add_fault(after_claim_fault(&mut rng, backend));
+            }
         }
         emu.clear_request_log();
         let acquired = provider
@@ -334,6 +383,11 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
             )
             .await;
         results.push(format!("{acquired:?}"));
+        if let Some(which) = scheduled
+            && emu.faults().iter().any(|f| f.fired > 0)
+        {
+            tally.cleanup_faults_fired[which] += 1;
+        }
         let lease = match acquired {
             Ok(lease) => lease,
             Err(error) => {
@@ -417,6 +471,16 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         tally.orphaned,
         tally.failures
     );
+    // Nothing of any lifecycle is left: no pod, Sandbox, Job, Secret or per-lease policy.
+    let left = leaked(&emu);
+    assert!(left.is_empty(), "seed {seed}: left at the end: {left:?}");
+    if n >= 8 {
+        for (which, (kind, _, _)) in CLEANUP_FAULTS.iter().enumerate() {
+            let fired = tally.cleanup_faults_fired[which];
+            println!("kubernetes soak: {kind}: injected {fired} times");
+            assert!(fired > 0, "seed {seed}: the {kind} never fired");
+        }
+    }
     let kinds: BTreeSet<&str> = tally.failures.keys().map(String::as_str).collect();
     println!("kubernetes soak: failure kinds {kinds:?}");
     for text in &results {

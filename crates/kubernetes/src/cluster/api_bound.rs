@@ -1,6 +1,6 @@
 //! Bounded Kubernetes API waits (issue 15, attack 4): every API request a hook makes finishes
 //! within the hook's bound, so an API server that accepts requests and never answers cannot
-//! hang acquire, release, destroy, resume or probe.
+//! hang acquire, release, destroy, resume, probe, execute, sync or a login open.
 //!
 //! The bound is the call's `timeoutMs` (the `config.timeoutMs` the host passes, or a
 //! `timeoutMs` param) kept within a floor and a cap per hook ([`HookBound`]), so that it is
@@ -8,6 +8,12 @@
 //! contract §2.6: acquire and resume `max(config.timeoutMs, config.bridgeRequestTimeoutMs)` +
 //! 30 s, probe 120 s, release and destroy the default 30 s). The original applies no timeout of
 //! its own to these calls (its client's requests have none).
+//!
+//! Execute, sync and login bound what comes before their stream instead of the whole hook (the
+//! stream has its own watchdog): a readiness wait as a whole by the wait's own timeout
+//! ([`wait_within`], so a hung poll ends as the contract's readiness timeout), each pod lookup
+//! or version discovery by the call's budget left ([`remaining_ms`], never below the original's
+//! 5 s exec floor) or, in sync, by [`LOOKUP`].
 //!
 //! The deadline is carried in a task-local, so every [`crate::cluster::KubeCluster`]
 //! request made inside [`with_api_bound`] is cut at it and fails with
@@ -52,6 +58,14 @@ pub const PROBE: HookBound = HookBound {
     floor_ms: 10_000,
     cap_ms: 100_000,
     default_ms: 100_000,
+};
+
+/// One pod lookup or version discovery of a sync (which has no `timeoutMs` of its own: the
+/// call's `config.timeoutMs` if any, else 25 s, at least 10 s).
+pub const LOOKUP: HookBound = HookBound {
+    floor_ms: 10_000,
+    cap_ms: u64::MAX,
+    default_ms: 25_000,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +129,22 @@ pub async fn with_fresh_bound<F: Future>(fut: F) -> F::Output {
     }
 }
 
+/// What is left of a `total_ms` budget after `elapsed_ms`, never below `floor_ms`.
+pub fn remaining_ms(total_ms: u64, elapsed_ms: u64, floor_ms: u64) -> u64 {
+    total_ms.saturating_sub(elapsed_ms).max(floor_ms)
+}
+
+/// A wait bounded as a whole by `ms` (a request hung inside it included, which is dropped):
+/// `on_timeout()` when it is cut, the wait's own result otherwise.
+pub async fn wait_within<T, E, F>(ms: u64, fut: F, on_timeout: impl FnOnce() -> E) -> Result<T, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    tokio::time::timeout(Duration::from_millis(ms), fut)
+        .await
+        .unwrap_or_else(|_| Err(on_timeout()))
+}
+
 /// Whether an error message is [`api_timeout_message`]'s.
 pub fn is_timeout(message: &str) -> bool {
     message.starts_with("Kubernetes API server did not answer within ")
@@ -148,6 +178,19 @@ mod tests {
         assert_eq!(bound_ms(&with(json!(3_600_000)), PROBE), 100_000);
         let bridge = json!({"config": {"timeoutMs": 20_000, "bridgeRequestTimeoutMs": 90_000}});
         assert_eq!(bound_ms(&bridge, ACQUIRE), 90_000);
+        assert_eq!(bound_ms(&json!({}), LOOKUP), 25_000);
+        assert_eq!(remaining_ms(60_000, 1_000, 5_000), 59_000);
+        assert_eq!(remaining_ms(1_500, 3_000, 5_000), 5_000);
+    }
+
+    #[tokio::test]
+    async fn a_wait_past_its_bound_ends_with_its_timeout() {
+        let hang = std::future::pending::<Result<(), &str>>();
+        assert_eq!(wait_within(20, hang, || "late").await, Err("late"));
+        assert_eq!(
+            wait_within(20_000, async { Ok::<_, &str>(1) }, || "late").await,
+            Ok(1)
+        );
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use super::js_string;
 use super::lease::LeaseView;
 use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
+use crate::cluster::api_bound;
 use crate::cluster::{ClusterError, Connection, PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
 use crate::exec::ExecRequest;
@@ -87,9 +88,13 @@ impl KubernetesProvider {
         }
 
         let api = connection.api.as_ref();
-        let orchestrator = WorkloadOrchestrator::SandboxCr(
-            self.lease_sandbox_api_version(&connection, &lease).await?,
-        );
+        // Issue 15: the lookups before the exec are bounded by the call's budget left (never
+        // below the original's exec floor), the readiness wait by its own timeout below.
+        let lookup_ms =
+            |elapsed| api_bound::remaining_ms(effective_timeout_ms, elapsed, EXEC_FLOOR_MS);
+        let version = self.lease_sandbox_api_version(&connection, &lease);
+        let version = api_bound::with_api_bound(lookup_ms(0), version).await?;
+        let orchestrator = WorkloadOrchestrator::SandboxCr(version);
         let started = self.clock().now_ms();
         let base_metadata = json!({
             "provider": "kubernetes", "backend": "sandbox-cr",
@@ -134,7 +139,9 @@ impl KubernetesProvider {
             .filter(|p| crate::js::js_truthy(Some(p)))
             .map(|p| js_string(Some(p)));
         if pod_name.is_none() {
-            pod_name = orchestrator.find_pod(api, &namespace, &lease_id).await?;
+            let elapsed = self.clock().now_ms().saturating_sub(started);
+            let find = orchestrator.find_pod(api, &namespace, &lease_id);
+            pod_name = api_bound::with_api_bound(lookup_ms(elapsed), find).await?;
         }
         let Some(pod_name) = pod_name.filter(|p| !p.is_empty()) else {
             return Ok(execute_result(
@@ -299,22 +306,37 @@ impl KubernetesProvider {
             timeout_ms: effective_timeout_ms,
             poll_ms: EXECUTE_POLL_MS,
         };
-        let status = match orchestrator
-            .wait_for_completion(api, self.clock(), namespace, lease_id, options)
-            .await
-        {
+        // Issue 15: a hung status poll ends the wait on its timeout like a Job still running;
+        // the pod lookup and the log read after it share what is left (at least the exec floor).
+        let started = self.clock().now_ms();
+        let wait =
+            orchestrator.wait_for_completion(api, self.clock(), namespace, lease_id, options);
+        let job_timeout = || ClusterError::JobTimeout {
+            namespace: namespace.to_string(),
+            name: lease_id.to_string(),
+            timeout_ms: effective_timeout_ms,
+        };
+        let status = match api_bound::wait_within(effective_timeout_ms, wait, job_timeout).await {
             Ok(status) => Some(status),
             Err(ClusterError::JobTimeout { .. }) => None,
             Err(err) => return Err(err.into()),
         };
-        let pod_name = match lease.metadata.and_then(|m| m.get("podName")) {
-            Some(Value::String(name)) => Some(name.clone()),
-            _ => orchestrator.find_pod(api, namespace, lease_id).await?,
-        };
+        let elapsed = self.clock().now_ms().saturating_sub(started);
+        let after_wait_ms = api_bound::remaining_ms(effective_timeout_ms, elapsed, EXEC_FLOOR_MS);
+        let (pod_name, log) = api_bound::with_api_bound(after_wait_ms, async {
+            let pod_name = match lease.metadata.and_then(|m| m.get("podName")) {
+                Some(Value::String(name)) => Some(name.clone()),
+                _ => orchestrator.find_pod(api, namespace, lease_id).await?,
+            };
+            let log = match pod_name.as_deref().filter(|p| !p.is_empty()) {
+                Some(pod) => orchestrator.read_logs(api, namespace, pod).await?,
+                None => None,
+            };
+            Ok::<_, ClusterError>((pod_name, log))
+        })
+        .await?;
         let mut stdout = String::new();
-        if let Some(pod) = pod_name.as_deref().filter(|p| !p.is_empty())
-            && let Some(log) = orchestrator.read_logs(api, namespace, pod).await?
-        {
+        if let Some(log) = log {
             sink.execution_log(OutputStream::Stdout, log.clone()).await;
             stdout = log;
         }

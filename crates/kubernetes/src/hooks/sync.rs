@@ -6,7 +6,8 @@ use sandbox_core::{HostSink, ProviderError, ProviderResult};
 use serde_json::Value;
 
 use super::{EXECUTE_POLL_MS, LeaseView, js_string, parse_config_for_hook};
-use crate::cluster::{PollOptions, WorkloadOrchestrator};
+use crate::cluster::api_bound;
+use crate::cluster::{ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
 use crate::provider::KubernetesProvider;
 use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
@@ -54,21 +55,29 @@ impl KubernetesProvider {
         }
         let timeout_ms = (config.pod_activity_deadline_sec * 1000.0) as u64;
         let connection = self.connect(&config).await?;
-        let version = self.lease_sandbox_api_version(&connection, &view).await?;
+        // Issue 15: each lookup is bounded ([`api_bound::LOOKUP`]); the readiness wait as a
+        // whole by its timeout, a hung poll ending as the contract's readiness timeout.
+        let lookup_ms = api_bound::bound_ms(params, api_bound::LOOKUP);
+        let version = self.lease_sandbox_api_version(&connection, &view);
+        let version = api_bound::with_api_bound(lookup_ms, version).await?;
         let orchestrator = WorkloadOrchestrator::SandboxCr(version);
         if !self.ready().contains(&lease_id) {
-            orchestrator
-                .wait_for_completion(
-                    connection.api.as_ref(),
-                    self.clock(),
-                    &namespace,
-                    &lease_id,
-                    PollOptions {
-                        timeout_ms,
-                        poll_ms: EXECUTE_POLL_MS,
-                    },
-                )
-                .await?;
+            let wait = orchestrator.wait_for_completion(
+                connection.api.as_ref(),
+                self.clock(),
+                &namespace,
+                &lease_id,
+                PollOptions {
+                    timeout_ms,
+                    poll_ms: EXECUTE_POLL_MS,
+                },
+            );
+            let ready_timeout = || ClusterError::SandboxReadyTimeout {
+                namespace: namespace.clone(),
+                name: lease_id.clone(),
+                timeout_ms,
+            };
+            api_bound::wait_within(timeout_ms, wait, ready_timeout).await?;
             self.ready().insert(&lease_id);
         }
         let mut pod = view
@@ -77,9 +86,8 @@ impl KubernetesProvider {
             .filter(|p| crate::js::js_truthy(Some(p)))
             .map(|p| js_string(Some(p)));
         if pod.is_none() {
-            pod = orchestrator
-                .find_pod(connection.api.as_ref(), &namespace, &lease_id)
-                .await?;
+            let find = orchestrator.find_pod(connection.api.as_ref(), &namespace, &lease_id);
+            pod = api_bound::with_api_bound(lookup_ms, find).await?;
         }
         let pod = pod
             .filter(|p| !p.is_empty())

@@ -3,14 +3,17 @@
 //! then opens a tty exec in container `agent`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
 use crate::cluster::ClusterConnector;
+use crate::cluster::api_bound;
 use crate::cluster::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::exec::ExecError;
 use crate::exec::tty::{TtyEvents, TtySession};
+use crate::hooks::execute::EXEC_FLOOR_MS;
 
 /// A30 (the manager always sets the lease id).
 pub const LOGIN_REQUIRES_LEASE_ID: &str = "Kubernetes login PTY requires a lease ID";
@@ -77,24 +80,39 @@ impl LoginConnector for KubeLoginConnector {
                 .map_err(|e| ProviderError::from(ClusterError::from(e)))?;
             let orchestrator = WorkloadOrchestrator::SandboxCr(scope.sandbox_api_version);
             let api = connection.api.as_ref();
-            orchestrator
-                .wait_for_completion(
-                    api,
-                    clock.as_ref(),
-                    &scope.namespace,
-                    &scope.lease_id,
-                    LOGIN_READY_WAIT,
-                )
-                .await?;
-            let pod = orchestrator
-                .find_pod(api, &scope.namespace, &scope.lease_id)
+            // Issue 15: the readiness wait is bounded as a whole (a hung poll ends as its
+            // timeout); the pod lookup and the tty exec's upgrade share what the host's 30 s
+            // open leaves, at least the exec floor.
+            let started = clock.now_ms();
+            let ready_ms = LOGIN_READY_WAIT.timeout_ms;
+            let wait = orchestrator.wait_for_completion(
+                api,
+                clock.as_ref(),
+                &scope.namespace,
+                &scope.lease_id,
+                LOGIN_READY_WAIT,
+            );
+            let ready_timeout = || ClusterError::SandboxReadyTimeout {
+                namespace: scope.namespace.clone(),
+                name: scope.lease_id.clone(),
+                timeout_ms: ready_ms,
+            };
+            api_bound::wait_within(ready_ms, wait, ready_timeout).await?;
+            let elapsed = clock.now_ms().saturating_sub(started);
+            let left_ms = api_bound::remaining_ms(ready_ms, elapsed, EXEC_FLOOR_MS);
+            let find = orchestrator.find_pod(api, &scope.namespace, &scope.lease_id);
+            let pod = api_bound::with_api_bound(left_ms, find)
                 .await?
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| ProviderError::new(LOGIN_POD_UNAVAILABLE))?;
-            let session = connection
+            let elapsed = clock.now_ms().saturating_sub(started);
+            let left_ms = api_bound::remaining_ms(ready_ms, elapsed, EXEC_FLOOR_MS);
+            let open = connection
                 .exec
-                .open_tty(&scope.namespace, &pod, argv, Arc::new(Events(io)))
+                .open_tty(&scope.namespace, &pod, argv, Arc::new(Events(io)));
+            let session = tokio::time::timeout(Duration::from_millis(left_ms), open)
                 .await
+                .map_err(|_| ProviderError::new(api_bound::api_timeout_message(left_ms)))?
                 .map_err(exec_error)?;
             Ok(session as Arc<dyn LoginConnection>)
         })

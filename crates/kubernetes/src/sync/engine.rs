@@ -240,16 +240,34 @@ async fn check_followed_source(source: &Path, exclude: &[String]) -> ProviderRes
     .await;
     // Any other failure (an unreadable entry, a dangling link) is left to `tar` to report.
     if let Ok(Err(sandbox_core::archive::ArchiveError::RepeatedDirectory { path })) = outcome {
-        return Err(ProviderError::new(repeated_directory_message(&path)));
+        return Err(ProviderError::new(repeated_directory_message(
+            path.display(),
+        )));
     }
     Ok(())
 }
 
-fn repeated_directory_message(path: &Path) -> String {
+fn repeated_directory_message(path: impl std::fmt::Display) -> String {
     format!(
-        "Kubernetes sync source repeats a directory through symbolic links at {}; followSymlinks needs a tree without link loops or two links to one directory.",
-        path.display()
+        "Kubernetes sync source repeats a directory through symbolic links at {path}; followSymlinks needs a tree without link loops or two links to one directory."
     )
+}
+
+/// The sandbox path a sync-out's in-pod walk reported as reached twice
+/// ([`script::REPEATED_DIRECTORY_EXIT`]): one line, control characters replaced, at most 1 KiB
+/// (it is a name the sandbox chose).
+fn repeated_in_pod(output: &StreamingOutput) -> Option<String> {
+    if output.exit_code != script::REPEATED_DIRECTORY_EXIT {
+        return None;
+    }
+    let line = output.stderr.lines().next()?;
+    let path = line.strip_prefix(script::REPEATED_DIRECTORY_TOKEN)?;
+    let clean: String = path
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(1024)
+        .collect();
+    Some(clean)
 }
 
 /// `readdir` names sorted with `localeCompare` (approximated: case-insensitive, then by code
@@ -316,6 +334,9 @@ fn sh_argv(script: String) -> Vec<String> {
 }
 
 fn failed(label: &str, output: &StreamingOutput) -> ProviderError {
+    if let Some(path) = repeated_in_pod(output) {
+        return ProviderError::new(repeated_directory_message(path));
+    }
     let detail = output.stderr.trim();
     let suffix = if detail.is_empty() {
         String::new()

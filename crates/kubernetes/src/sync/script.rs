@@ -196,6 +196,9 @@ pub fn sync_out_directory(
         r#"for entry in .[!.]* ..?*; do [ -e "$entry" ] || [ -L "$entry" ] || continue; set -- "$@" "$entry"; done"#
             .into(),
     );
+    if follow_symlinks {
+        s.push(repeated_directory_walk(source, exclude));
+    }
     s.push(format!(
         r#"if [ "$#" -eq 0 ]; then dd if=/dev/zero bs=1024 count=1 2>/dev/null; else tar -c --no-xattrs {}{} -f - -- "$@" || {{ echo "tar failed" >&2; exit 43; }}; fi"#,
         if follow_symlinks { "-h " } else { "" },
@@ -203,6 +206,41 @@ pub fn sync_out_directory(
     ));
     s.push("exec 9>&-;".into());
     s.join("\n")
+}
+
+/// The exit code of a followed tree that reaches a directory twice (not one of the original's).
+pub const REPEATED_DIRECTORY_EXIT: i64 = 49;
+/// The stderr prefix of [`REPEATED_DIRECTORY_EXIT`], before the repeated path.
+pub const REPEATED_DIRECTORY_TOKEN: &str = "REPEATED ";
+
+/// Before `tar -h` (which follows `a -> .` until it crashes, the archive growing all along):
+/// walk the tree as it will, following links, excluded names pruned, and stop at the first
+/// directory reached twice (device and inode), or at the first loop GNU `find -L` reports
+/// itself (it reports a loop before it prunes, so a loop whose name is excluded is passed
+/// over); exit [`REPEATED_DIRECTORY_EXIT`] naming it. Without GNU `find` (no `-printf`)
+/// nothing is found and `tar` runs as before.
+fn repeated_directory_walk(source: &str, exclude: &[String]) -> String {
+    let patterns: Vec<String> = std::iter::once("._*".to_string())
+        .chain(exclude.iter().cloned())
+        .map(|e| sh_quote(&e))
+        .collect();
+    let prune: Vec<String> = patterns.iter().map(|p| format!("-name {p}")).collect();
+    let first_repeat = concat!(
+        r#"awk '/^D [0-9]+:[0-9]+ / { if (seen[$2]++) { sub(/^D [^ ]* /, ""); print "D " substr($0, 1, 512); exit } next } "#,
+        r#"/File system loop detected; / { sub(/^.*File system loop detected; ./, ""); "#,
+        r#"sub(/. is part of the same file system loop as .*$/, ""); print "L " substr($0, 1, 512); fflush() }'"#,
+    );
+    // A reported loop is passed over when its name matches an excluded pattern (each pattern
+    // held in `$_pc_x`, unquoted in `case`, is a glob, as `tar --exclude` reads it).
+    let not_excluded = format!(
+        r#"{{ while IFS= read -r _pc_l; do case "$_pc_l" in "L "*) _pc_b=${{_pc_l##*/}}; _pc_skip=; for _pc_x in {}; do case "$_pc_b" in $_pc_x) _pc_skip=1 ;; esac; done; [ -n "$_pc_skip" ] && continue ;; esac; printf '%s\n' "${{_pc_l#? }}"; break; done; }}"#,
+        patterns.join(" ")
+    );
+    format!(
+        r#"_pc_rep=$(LC_ALL=C find -L . \( {} \) -prune -o -type d -printf 'D %D:%i %p\n' 2>&1 | {first_repeat} | {not_excluded}); if [ -n "$_pc_rep" ]; then printf '{REPEATED_DIRECTORY_TOKEN}%s/%s\n' {} "${{_pc_rep#./}}" >&2; exit {REPEATED_DIRECTORY_EXIT}; fi"#,
+        prune.join(" -o "),
+        sh_quote(source.trim_end_matches('/')),
+    )
 }
 
 /// The post-upload wrapper (§16.5): `$1` is the cwd, `$2` the verbatim command.
@@ -248,6 +286,13 @@ mod tests {
         assert!(script.contains("mv -f '/workspace/.paperclip-upload-x/0' /proc/self/fd/8/'a.txt' || { echo \"rename failed\" >&2; exit 44; };"));
         let out = sync_out_directory("/workspace", "/workspace/d", &["node_modules".into()], true);
         assert!(out.contains("else tar -c --no-xattrs -h --exclude '._*' --exclude 'node_modules' -f - -- \"$@\" || { echo \"tar failed\" >&2; exit 43; }; fi"));
+        // Following links, the tree is walked first (excluded names pruned); not otherwise.
+        assert!(out.contains(r#"find -L . \( -name '._*' -o -name 'node_modules' \) -prune"#));
+        assert!(out.contains(
+            r#"printf 'REPEATED %s/%s\n' '/workspace/d' "${_pc_rep#./}" >&2; exit 49; fi"#
+        ));
+        let plain = sync_out_directory("/workspace", "/workspace/d", &[], false);
+        assert!(!plain.contains("find -L") && !plain.contains("exit 49"));
         let wrapper = post_upload_wrapper("/workspace");
         assert!(wrapper.ends_with("exec /bin/sh -c \"$2\" pc-post-upload;"));
     }

@@ -42,15 +42,16 @@ pub struct Outcome {
 /// return. The facade always sends `JSON.stringify(params ?? null)`, so a failure here is a bug
 /// in the facade, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
 /// `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node writes it
-/// wherever a string becomes UTF-8 ([`sandbox_core::json::lone_surrogates_replaced`]); that
+/// wherever a string becomes UTF-8 ([`js_compat::json::lone_surrogates_replaced`]); that
 /// second pass runs only when the first parse failed.
 pub fn parse_params(text: &str) -> Result<Value, String> {
-    let parsed = serde_json::from_str(text).or_else(|error| {
-        match sandbox_core::json::lone_surrogates_replaced(text) {
-            Some(repaired) => serde_json::from_str(&repaired),
-            None => Err(error),
-        }
-    });
+    let parsed =
+        serde_json::from_str(text).or_else(
+            |error| match js_compat::json::lone_surrogates_replaced(text) {
+                Some(repaired) => serde_json::from_str(&repaired),
+                None => Err(error),
+            },
+        );
     parsed.map_err(|error| {
         Outcome::error(ProviderError::new(format!(
             "paperclip-sandbox-native internal error: hook params are not JSON ({error})"

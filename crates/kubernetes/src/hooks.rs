@@ -29,7 +29,7 @@ use crate::config::{Backend, KubernetesConfig};
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
 use crate::exec::exit_hints::append_exit_status_hint;
-use crate::exec::upload_interceptor::{UploadDecision, base64_encode, flush_script};
+use crate::exec::upload_interceptor::{UploadDecision, flush_script};
 use crate::login::LoginLeaseScope;
 use crate::orchestrate::{
     ClusterError, DestroyLease, PerRunSecret, PollOptions, ResumeCheck, ResumeCheckResult,
@@ -44,6 +44,7 @@ use crate::provider::{
     config_stage_of_execute, config_stage_of_release, parse_config_for_hook,
 };
 use crate::runtime::Connection;
+use js_compat::{string, value};
 
 type Config = KubernetesConfig;
 
@@ -145,7 +146,7 @@ impl<'a> LeaseView<'a> {
     /// The lease's `remoteCwd` when it is a non-blank string, else [`DEFAULT_REMOTE_CWD`].
     fn remote_cwd(&self) -> String {
         self.string("remoteCwd")
-            .filter(|dir| !sandbox_core::json::js_trim(dir).is_empty())
+            .filter(|dir| !string::trim(dir).is_empty())
             .unwrap_or(DEFAULT_REMOTE_CWD)
             .to_string()
     }
@@ -178,37 +179,6 @@ fn execute_result(
     result.insert("stderr".into(), Value::String(stderr));
     result.insert("metadata".into(), metadata);
     Value::Object(result)
-}
-
-/// `${value}` of a JS template literal, for the ids and args the hooks interpolate.
-pub(crate) fn js_string(value: Option<&Value>) -> String {
-    match value {
-        None => "undefined".into(),
-        Some(Value::Null) => "null".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => crate::js::js_number_to_string(n.as_f64().unwrap_or(f64::NAN)),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                if v.is_null() {
-                    String::new()
-                } else {
-                    js_string(Some(v))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Some(Value::Object(_)) => "[object Object]".into(),
-    }
-}
-
-/// V8's TypeError for reading a property of `undefined`/`null`.
-fn property_type_error(receiver: &str, property: &str) -> ProviderError {
-    ProviderError::new(format!(
-        "Cannot read properties of {receiver} (reading '{property}')"
-    ))
-    .with_class(sandbox_core::ErrorClass::TypeError)
 }
 
 pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
@@ -711,7 +681,7 @@ impl KubernetesProvider {
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let connection = self.connect(&config).await?;
         let (backend, _) = lease.backend(&config);
-        let lease_id = js_string(params.get("providerLeaseId"));
+        let lease_id = value::to_string_or_undefined(params.get("providerLeaseId"));
         self.uploads().remove(&lease_id);
         self.ready().remove(&lease_id);
         self.login().forget(&lease_id);
@@ -757,7 +727,7 @@ impl KubernetesProvider {
         let lease = LeaseView::new(params.get("leaseMetadata"));
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let (backend, _) = lease.backend(&config);
-        let lease_id = js_string(params.get("providerLeaseId"));
+        let lease_id = value::to_string_or_undefined(params.get("providerLeaseId"));
         let secret_name = lease.secret_name(&lease_id);
         let pod_name = lease
             .string("podName")
@@ -791,14 +761,21 @@ impl KubernetesProvider {
         _sink: &dyn HostSink,
     ) -> ProviderResult<Value> {
         let workspace = match params.get("workspace") {
-            None => return Err(property_type_error("undefined", "remotePath")),
-            Some(Value::Null) => return Err(property_type_error("null", "remotePath")),
+            None => {
+                return Err(ProviderError::cannot_read_properties(
+                    "undefined",
+                    "remotePath",
+                ));
+            }
+            Some(Value::Null) => {
+                return Err(ProviderError::cannot_read_properties("null", "remotePath"));
+            }
             Some(workspace) => workspace,
         };
         let remote_path = workspace
             .get("remotePath")
             .and_then(Value::as_str)
-            .map(sandbox_core::json::js_trim)
+            .map(string::trim)
             .filter(|p| !p.is_empty());
         let cwd = remote_path.unwrap_or("/workspace");
         Ok(json!({"cwd": cwd, "metadata": {"provider": "kubernetes", "remoteCwd": cwd}}))
@@ -821,7 +798,8 @@ impl KubernetesProvider {
         };
         let lease_value = params.get("lease");
         let lease = LeaseView::new(lease_value.and_then(|l| l.get("metadata")));
-        let lease_id = js_string(lease_value.and_then(|l| l.get("providerLeaseId")));
+        let lease_id =
+            value::to_string_or_undefined(lease_value.and_then(|l| l.get("providerLeaseId")));
         let grant = lease.grant();
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let (backend, _) = lease.backend(&config);
@@ -889,8 +867,8 @@ impl KubernetesProvider {
         let mut pod_name = lease
             .metadata
             .and_then(|m| m.get("podName"))
-            .filter(|p| crate::js::js_truthy(Some(p)))
-            .map(|p| js_string(Some(p)));
+            .filter(|p| value::truthy(Some(p)))
+            .map(|p| value::to_string_or_undefined(Some(p)));
         if pod_name.is_none() {
             pod_name = orchestrator.find_pod(api, &namespace, &lease_id).await?;
         }
@@ -909,12 +887,16 @@ impl KubernetesProvider {
         let command = params
             .get("command")
             .and_then(Value::as_str)
-            .map(|c| sandbox_core::json::js_trim(c).to_string())
+            .map(|c| string::trim(c).to_string())
             .unwrap_or_default();
         let args: Vec<String> = params
             .get("args")
             .and_then(Value::as_array)
-            .map(|a| a.iter().map(|v| js_string(Some(v))).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|v| value::to_string_or_undefined(Some(v)))
+                    .collect()
+            })
             .unwrap_or_default();
         let raw_args = params.get("args").and_then(Value::as_array);
         let shell_script = match raw_args.map(Vec::as_slice) {
@@ -940,7 +922,7 @@ impl KubernetesProvider {
                     payload,
                 } => {
                     metadata["fastUpload"] = json!("flush");
-                    let body = base64_encode(&payload);
+                    let body = js_compat::base64::encode(&payload);
                     let script = flush_script(&target_path, body.len());
                     let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
                     let mut request = ExecRequest::new(&namespace, &pod_name, argv);

@@ -40,8 +40,6 @@ pub mod config;
 pub mod egress_warnings;
 pub mod exec;
 pub mod hooks;
-pub mod js;
-pub mod js_date;
 pub mod kube_client;
 pub mod lease_expiry;
 pub mod login;

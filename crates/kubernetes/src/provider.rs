@@ -13,10 +13,10 @@ use serde_json::{Map, Value, json};
 use crate::adapters::get_adapter_defaults;
 use crate::config::{Backend, KubernetesConfig, ZodIssues};
 use crate::egress_warnings::validate_config_warning;
-use crate::js::js_truthy;
 use crate::login::{KubeLoginConnector, LoginPtyManager};
 use crate::orchestrate::{Clock, SandboxApiVersionCache, SystemClock};
 use crate::runtime::{ClusterConnector, KubeConnector, ReadySet, UploadInterceptors};
+use js_compat::value;
 
 /// validateConfig's answer for `backend: job`: the driver advertises a login PTY, which only
 /// the sandbox-cr backend can serve.
@@ -200,7 +200,7 @@ pub fn config_stage_of_resume(params: &Value) -> ProviderResult<ConfigStage> {
 
 /// onEnvironmentReleaseLease: a falsy `providerLeaseId` resolves `undefined` before parsing.
 pub fn config_stage_of_release(params: &Value) -> ProviderResult<ConfigStage> {
-    if !js_truthy(params.get("providerLeaseId")) {
+    if !value::truthy(params.get("providerLeaseId")) {
         return Ok(ConfigStage::Return(Value::Null));
     }
     proceed(params)
@@ -215,11 +215,21 @@ pub fn config_stage_of_destroy(params: &Value) -> ProviderResult<ConfigStage> {
 /// parsing. A missing `lease` makes the original's property read throw a TypeError.
 pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
     let lease_id = match params.get("lease") {
-        None => return Err(property_read_type_error("undefined", "providerLeaseId")),
-        Some(Value::Null) => return Err(property_read_type_error("null", "providerLeaseId")),
+        None => {
+            return Err(ProviderError::cannot_read_properties(
+                "undefined",
+                "providerLeaseId",
+            ));
+        }
+        Some(Value::Null) => {
+            return Err(ProviderError::cannot_read_properties(
+                "null",
+                "providerLeaseId",
+            ));
+        }
         Some(lease) => lease.get("providerLeaseId"),
     };
-    if !js_truthy(lease_id) {
+    if !value::truthy(lease_id) {
         return Ok(ConfigStage::Return(json!({
             "exitCode": 1,
             "timedOut": false,
@@ -228,14 +238,6 @@ pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
         })));
     }
     proceed(params)
-}
-
-/// V8's TypeError for reading a property of `undefined`/`null`.
-fn property_read_type_error(receiver: &str, property: &str) -> ProviderError {
-    ProviderError::new(format!(
-        "Cannot read properties of {receiver} (reading '{property}')"
-    ))
-    .with_class(ErrorClass::TypeError)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use js_compat::value;
 use kubernetes::acquire_precheck::prepare_acquire;
 use kubernetes::adapters::{AdapterDefaults, resolve_run_adapter_type};
 use kubernetes::builders::string_map::{from_json_object, string_map_object};
@@ -19,7 +20,6 @@ use kubernetes::builders::{
     paperclip_labels, parse_scoped_network_egress_grant, resolve_image, resolve_image_pull_policy,
 };
 use kubernetes::exec::command::{sh_quote, wrap_command_with_env};
-use kubernetes::js::js_truthy;
 use kubernetes::lease_expiry::compute_bounded_lease_deadline;
 use sandbox_core::golden::{Case, load_cases, mismatches, outcome};
 use sandbox_core::{ProviderError, ProviderResult};
@@ -174,7 +174,7 @@ fn call(function: &str, args: &Value) -> ProviderResult<Value> {
             .as_str()
             .into()),
         "resolveImagePullPolicy" => {
-            let preloaded = js_truthy(args.get("preloadedImages"));
+            let preloaded = value::truthy(args.get("preloadedImages"));
             Ok(
                 resolve_image_pull_policy(string(&args["image"])?, preloaded)
                     .as_str()

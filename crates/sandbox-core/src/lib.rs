@@ -2,16 +2,20 @@
 //!
 //! The provider crates know nothing of Node: they take JSON-shaped params, report through a
 //! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
-//! The napi layer (`src/` of the root package) only converts and bridges.
+//! The napi layer (`src/` of the root package) only converts and bridges. The JavaScript
+//! semantics the providers reproduce live in the `js-compat` crate.
+//!
+//! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
+//! recorded golden vectors and `soak` drives the reliability soaks.
 
 pub mod archive;
 pub mod confined;
 pub mod error;
+#[cfg(feature = "testing")]
 pub mod golden;
 pub mod host;
-pub mod json;
+#[cfg(feature = "testing")]
 pub mod soak;
-pub mod utf8;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};
 pub use host::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};

@@ -5,9 +5,10 @@ use serde_json::Value;
 
 use super::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use crate::config::Backend;
-use crate::hooks::{EXECUTE_POLL_MS, LeaseView, js_string};
+use crate::hooks::{EXECUTE_POLL_MS, LeaseView};
 use crate::orchestrate::{PollOptions, WorkloadOrchestrator};
 use crate::provider::{KubernetesProvider, parse_config_for_hook};
+use js_compat::{string, value};
 
 /// A1.
 pub const SYNC_REQUIRES_REMOTE_DIR: &str =
@@ -33,14 +34,14 @@ impl KubernetesProvider {
             .and_then(|l| l.get("metadata"))
             .and_then(|m| m.get("remoteCwd"))
             .and_then(Value::as_str)
-            .map(|d| sandbox_core::json::js_trim(d).to_string())
+            .map(|d| string::trim(d).to_string())
             .filter(|d| !d.is_empty())
             .ok_or_else(|| ProviderError::new(SYNC_REQUIRES_REMOTE_DIR))?;
         let lease_id_value = lease.and_then(|l| l.get("providerLeaseId"));
-        if !crate::js::js_truthy(lease_id_value) {
+        if !value::truthy(lease_id_value) {
             return Err(ProviderError::new(SYNC_REQUIRES_LEASE_ID));
         }
-        let lease_id = js_string(lease_id_value);
+        let lease_id = value::to_string_or_undefined(lease_id_value);
         let config = parse_config_for_hook(params)?;
         let view = LeaseView::new(lease.and_then(|l| l.get("metadata")));
         let namespace = view.namespace(&config, params.get("companyId"))?;
@@ -72,8 +73,8 @@ impl KubernetesProvider {
         let mut pod = view
             .metadata
             .and_then(|m| m.get("podName"))
-            .filter(|p| crate::js::js_truthy(Some(p)))
-            .map(|p| js_string(Some(p)));
+            .filter(|p| value::truthy(Some(p)))
+            .map(|p| value::to_string_or_undefined(Some(p)));
         if pod.is_none() {
             pod = orchestrator
                 .find_pod(connection.api.as_ref(), &namespace, &lease_id)

@@ -6,11 +6,14 @@
 //! semantics the providers reproduce live in the `js-compat` crate.
 //!
 //! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
-//! recorded golden vectors and `soak` drives the reliability soaks.
+//! recorded golden vectors, `soak` drives the reliability soaks and `fuzz` holds the shared
+//! half of the property fuzzing.
 
 pub mod archive;
 pub mod confined;
 pub mod error;
+#[cfg(feature = "testing")]
+pub mod fuzz;
 #[cfg(feature = "testing")]
 pub mod golden;
 pub mod host;

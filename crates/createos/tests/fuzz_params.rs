@@ -106,15 +106,6 @@ static PROPERTIES: Properties = Properties {
     catalogued: |message| error_catalog::explain(message).is_some(),
 };
 
-fn key() -> impl Strategy<Value = String> {
-    SHAPE.key()
-}
-
-/// Arbitrary JSON, at most a few levels deep.
-fn any_json() -> impl Strategy<Value = Value> {
-    SHAPE.any_json()
-}
-
 /// `apiUrl` values that never reach a real host.
 fn safe_url() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -133,7 +124,7 @@ fn config() -> impl Strategy<Value = Value> {
     prop_oneof![
         4 => (
             safe_url(),
-            proptest::collection::btree_map(key(), any_json(), 0..4)
+            proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..4)
         )
             .prop_map(|(url, extra)| {
                 let mut config = json!({ "apiKey": CANARY, "shape": "s-1vcpu-1gb", "timeoutMs": 2000 });
@@ -143,7 +134,7 @@ fn config() -> impl Strategy<Value = Value> {
                 config["apiUrl"] = url;
                 config
             }),
-        1 => any_json().prop_filter_map("no object (an object needs a safe apiUrl)", |v| {
+        1 => SHAPE.any_json().prop_filter_map("no object (an object needs a safe apiUrl)", |v| {
             (!v.is_object()).then_some(v)
         }),
     ]
@@ -153,7 +144,7 @@ fn config() -> impl Strategy<Value = Value> {
 fn params() -> impl Strategy<Value = Value> {
     (
         config(),
-        proptest::collection::btree_map(key(), any_json(), 0..6),
+        proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..6),
         any::<bool>(),
     )
         .prop_map(|(config, extra, with_lease)| {
@@ -195,24 +186,16 @@ fn pass_through(error: &ProviderError) -> Option<&'static str> {
     None
 }
 
-fn check_error(what: &str, input: &Value, error: &ProviderError) -> Result<(), TestCaseError> {
-    PROPERTIES.check_error(what, input, error)
-}
-
-fn check_result(what: &str, result: &Value) -> Result<(), TestCaseError> {
-    PROPERTIES.check_result(what, result)
-}
-
 #[test]
 fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
     runner()
-        .run(&any_json(), |raw| {
+        .run(&SHAPE.any_json(), |raw| {
             match createos::config::parse_config(&raw) {
                 Ok(_) => {}
-                Err(error) => check_error("parse_config", &raw, &error)?,
+                Err(error) => PROPERTIES.check_error("parse_config", &raw, &error)?,
             }
             let validated = CreateOsProvider::new().validate_config(&json!({ "config": raw }));
-            check_result("validate_config", &validated)?;
+            PROPERTIES.check_result("validate_config", &validated)?;
             if let Some(errors) = validated.get("errors").and_then(Value::as_array) {
                 for message in errors {
                     let message = message.as_str().unwrap_or_default();
@@ -233,7 +216,7 @@ fn valid_looking_configs_with_arbitrary_fields() {
     runner()
         .run(&config(), |raw| {
             if let Err(error) = createos::config::parse_config(&raw) {
-                check_error("parse_config", &raw, &error)?;
+                PROPERTIES.check_error("parse_config", &raw, &error)?;
             }
             // `normalizedConfig` is the host's own config handed back for the host to persist
             // (the contract, as in the original), so it carries the key by design; the rest of
@@ -242,7 +225,7 @@ fn valid_looking_configs_with_arbitrary_fields() {
             if let Some(object) = validated.as_object_mut() {
                 object.remove("normalizedConfig");
             }
-            check_result("validate_config", &validated)?;
+            PROPERTIES.check_result("validate_config", &validated)?;
             Ok(())
         })
         .unwrap();
@@ -326,19 +309,23 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
         Just(json!("relative")),
         Just(json!("/a\nb")),
         Just(json!("/a\0b")),
-        any_json(),
+        SHAPE.any_json(),
     ];
     (
-        prop_oneof![Just(json!("file")), Just(json!("directory")), any_json()],
-        prop_oneof![3 => host, 1 => any_json()],
+        prop_oneof![
+            Just(json!("file")),
+            Just(json!("directory")),
+            SHAPE.any_json()
+        ],
+        prop_oneof![3 => host, 1 => SHAPE.any_json()],
         remote,
         prop_oneof![
             Just(Value::Null),
             Just(json!(0o644)),
             Just(json!("0755")),
-            any_json()
+            SHAPE.any_json()
         ],
-        prop_oneof![Just(Value::Null), any_json()],
+        prop_oneof![Just(Value::Null), SHAPE.any_json()],
         any::<bool>(),
     )
         .prop_map(|(kind, host, remote, mode, exclude, follow)| {
@@ -360,12 +347,12 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
 }
 
 fn operations(root: String) -> impl Strategy<Value = Value> {
-    let command = (any_json(), any_json(), any_json()).prop_map(
+    let command = (SHAPE.any_json(), SHAPE.any_json(), SHAPE.any_json()).prop_map(
         |(command, cwd, timeout)| json!({ "command": command, "cwd": cwd, "timeoutMs": timeout }),
     );
     proptest::collection::vec(
         (
-            any_json(),
+            SHAPE.any_json(),
             proptest::collection::vec(mapping(root), 0..3),
             prop_oneof![Just(Value::Null), proptest::collection::vec(command, 0..2).prop_map(Value::Array)],
         )

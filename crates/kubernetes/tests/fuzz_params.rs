@@ -134,14 +134,6 @@ static PROPERTIES: Properties = Properties {
     catalogued: |message| error_catalog::explain(message).is_some(),
 };
 
-fn key() -> impl Strategy<Value = String> {
-    SHAPE.key()
-}
-
-fn any_json() -> impl Strategy<Value = Value> {
-    SHAPE.any_json()
-}
-
 /// A connection that never reaches a real cluster.
 fn connection() -> impl Strategy<Value = (Option<Value>, Option<Value>)> {
     prop_oneof![
@@ -160,7 +152,7 @@ fn config() -> impl Strategy<Value = Value> {
     prop_oneof![
         4 => (
             connection(),
-            proptest::collection::btree_map(key(), any_json(), 0..4),
+            proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..4),
         )
             .prop_map(|((kubeconfig, in_cluster), extra)| {
                 let mut config = json!({ "companySlug": "acme", "backend": "sandbox-cr",
@@ -179,14 +171,14 @@ fn config() -> impl Strategy<Value = Value> {
                 }
                 config
             }),
-        1 => any_json().prop_filter_map("no object", |v| (!v.is_object()).then_some(v)),
+        1 => SHAPE.any_json().prop_filter_map("no object", |v| (!v.is_object()).then_some(v)),
     ]
 }
 
 fn params() -> impl Strategy<Value = Value> {
     (
         config(),
-        proptest::collection::btree_map(key(), any_json(), 0..6),
+        proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..6),
         any::<bool>(),
     )
         .prop_map(|(config, extra, with_lease)| {
@@ -249,14 +241,6 @@ fn pass_through(error: &ProviderError) -> Option<&'static str> {
     fuzz::node_pass_through(m)
 }
 
-fn check_error(what: &str, input: &Value, error: &ProviderError) -> Result<(), TestCaseError> {
-    PROPERTIES.check_error(what, input, error)
-}
-
-fn check_result(what: &str, result: &Value) -> Result<(), TestCaseError> {
-    PROPERTIES.check_result(what, result)
-}
-
 /// `validateConfig`'s `normalizedConfig` is the host's own config handed back for the host to
 /// persist (the contract, as in the original), so it carries the kubeconfig by design; the rest
 /// of the result must not.
@@ -270,13 +254,14 @@ fn without_normalized_config(result: &Value) -> Value {
 
 #[test]
 fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
-    let strategy = prop_oneof![any_json(), config()];
+    let strategy = prop_oneof![SHAPE.any_json(), config()];
     runner()
         .run(&strategy, |raw| {
             let params = json!({ "config": raw, "companyId": "c-1" });
             match kubernetes::validate_config(&params) {
                 Ok(result) => {
-                    check_result("validate_config", &without_normalized_config(&result))?;
+                    PROPERTIES
+                        .check_result("validate_config", &without_normalized_config(&result))?;
                     for message in result
                         .get("errors")
                         .and_then(Value::as_array)
@@ -290,10 +275,10 @@ fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
                         );
                     }
                 }
-                Err(error) => check_error("validate_config", &raw, &error)?,
+                Err(error) => PROPERTIES.check_error("validate_config", &raw, &error)?,
             }
             if let Err(error) = kubernetes::parse_config_for_hook(&params) {
-                check_error("parse_config_for_hook", &raw, &error)?;
+                PROPERTIES.check_error("parse_config_for_hook", &raw, &error)?;
             }
             Ok(())
         })
@@ -377,13 +362,17 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
         Just(json!("relative")),
         Just(json!("/a\nb")),
         Just(json!("/a\0b")),
-        any_json(),
+        SHAPE.any_json(),
     ];
     (
-        prop_oneof![Just(json!("file")), Just(json!("directory")), any_json()],
-        prop_oneof![3 => host, 1 => any_json()],
+        prop_oneof![
+            Just(json!("file")),
+            Just(json!("directory")),
+            SHAPE.any_json()
+        ],
+        prop_oneof![3 => host, 1 => SHAPE.any_json()],
         remote,
-        prop_oneof![Just(Value::Null), Just(json!(420)), any_json()],
+        prop_oneof![Just(Value::Null), Just(json!(420)), SHAPE.any_json()],
         any::<bool>(),
     )
         .prop_map(|(kind, host, remote, mode, swap)| {
@@ -393,13 +382,13 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
 }
 
 fn operations(root: String) -> impl Strategy<Value = Value> {
-    let command = (any_json(), any_json())
+    let command = (SHAPE.any_json(), SHAPE.any_json())
         .prop_map(|(command, cwd)| json!({ "command": command, "cwd": cwd }));
     prop_oneof![
-        1 => any_json(),
+        1 => SHAPE.any_json(),
         4 => proptest::collection::vec(
             (
-                any_json(),
+                SHAPE.any_json(),
                 proptest::collection::vec(mapping(root), 0..3),
                 prop_oneof![
                     Just(Value::Null),

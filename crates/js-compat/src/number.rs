@@ -1,5 +1,5 @@
-//! JS numbers: `Number#toString` (radix 10) and numbers as JSON values that `JSON.stringify`
-//! would write.
+//! JS numbers: `Number#toString` (radix 10), ToInt32 (`x | 0`), and numbers as JSON values
+//! that `JSON.stringify` would write.
 //!
 //! `Number#toString` is the `ryu-js` crate: Ryū's shortest round-trip digits laid out by
 //! ECMA-262 Number::toString (exponent from `1e21` up and below `1e-6`, `NaN`, `Infinity`,
@@ -10,6 +10,16 @@ use serde_json::Value;
 /// `String(number)` in JS.
 pub fn to_string(number: f64) -> String {
     ryu_js::Buffer::new().format(number).to_owned()
+}
+
+/// ECMA-262 ToInt32 (`x | 0`): truncated, wrapped modulo 2^32 into the signed range; `NaN` and
+/// the infinities are 0.
+pub fn to_int32(x: f64) -> i32 {
+    if !x.is_finite() {
+        return 0;
+    }
+    let modulo = x.trunc().rem_euclid(4_294_967_296.0);
+    (modulo as u64 as u32) as i32
 }
 
 /// A JS number as a JSON value that serialises the way `JSON.stringify` writes it: integral
@@ -68,6 +78,27 @@ mod tests {
     fn to_string_matches_node() {
         for (number, text) in NODE_RESULTS {
             assert_eq!(to_string(*number), *text, "{number:?}");
+        }
+    }
+
+    /// `x | 0` in Node 20.
+    #[test]
+    fn to_int32_matches_node() {
+        let cases = [
+            (0.0, 0),
+            (1.5, 1),
+            (-1.5, -1),
+            (-1.0, -1),
+            (2_147_483_648.0, -2_147_483_648),
+            (4_294_967_301.0, 5),
+            (-2_147_483_649.0, 2_147_483_647),
+            (1_767_225_600_000.0 / 32.0, -608_774_848),
+            (f64::NAN, 0),
+            (f64::INFINITY, 0),
+            (1e21, -559_939_584),
+        ];
+        for (x, int32) in cases {
+            assert_eq!(to_int32(x), int32, "{x}");
         }
     }
 

@@ -1,4 +1,5 @@
-//! JS string methods: `trim` (and `trimEnd`), `length` in UTF-16 code units, `toLowerCase`.
+//! JS string methods: `trim` (and `trimEnd`), `length` and `slice` in UTF-16 code units,
+//! `toLowerCase`.
 //!
 //! Rust strings cannot hold the lone surrogates a JS string may, so these work on well-formed
 //! text only; the providers replace lone surrogates at the JSON boundary (see
@@ -53,6 +54,21 @@ pub fn utf16_len(s: &str) -> usize {
         .sum()
 }
 
+/// `s.slice(start, end)`, over UTF-16 code units; negative positions count from the end. A cut
+/// through a surrogate pair leaves half a character, which a Rust string cannot hold: it becomes
+/// U+FFFD, as it does wherever Node turns such a string into UTF-8.
+pub fn slice(s: &str, start: i64, end: Option<i64>) -> String {
+    let units: Vec<u16> = s.encode_utf16().collect();
+    let len = units.len() as i64;
+    let clamp = |i: i64| if i < 0 { (len + i).max(0) } else { i.min(len) };
+    let from = clamp(start);
+    let to = clamp(end.unwrap_or(len));
+    if from >= to {
+        return String::new();
+    }
+    String::from_utf16_lossy(&units[from as usize..to as usize])
+}
+
 /// `s.toLowerCase()`.
 ///
 /// V8 uses ICU's full default (root-locale) lower-casing: SpecialCasing's unconditional
@@ -98,6 +114,19 @@ mod tests {
             "\u{180e}x",
             "U+180E stopped being white space"
         );
+    }
+
+    /// `s.slice(...)` in Node 20 (lone surrogates shown as U+FFFD).
+    #[test]
+    fn slice_matches_node() {
+        assert_eq!(slice("abcdef", 0, Some(-2)), "abcd");
+        assert_eq!(slice("abcdef", -2, None), "ef");
+        assert_eq!(slice("ab", -5, None), "ab");
+        assert_eq!(slice("ab", 3, None), "");
+        assert_eq!(slice("abc", 2, Some(1)), "");
+        assert_eq!(slice("abc", -10, Some(2)), "ab");
+        assert_eq!(slice("a😀b", 0, Some(2)), "a\u{fffd}");
+        assert_eq!(slice("a😀b", 2, None), "\u{fffd}b");
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub fn append_network_egress_deny_hint(stderr: &str, grant: &ScopedNetworkEgress
     } else {
         format!(" Current task grant: {}.", allowed.join(", "))
     };
-    let trimmed = stderr.trim_end_matches(string::is_whitespace);
+    let trimmed = string::trim_end(stderr);
     format!(
         "{trimmed}\nPaperclip network policy denied or could not route this request.{detail} Request access through {NETWORK_EGRESS_GRANT_PATH}.\n"
     )

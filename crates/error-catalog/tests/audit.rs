@@ -41,32 +41,32 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
     ),
     // Fragments and library texts the provider matches or substitutes (not messages themselves).
     (
-        "kubernetes/src/kube_client/cluster.rs",
+        "kubernetes/src/cluster/client.rs",
         "peer closed connection without sending TLS close_notify",
         "rustls's own text, matched so that it is replaced",
     ),
     (
-        "kubernetes/src/kube_client/cluster.rs",
+        "kubernetes/src/cluster/client.rs",
         "the API server closed the TLS connection",
         "the plain words that replace rustls's text inside a passed-through transport error",
     ),
     (
-        "kubernetes/src/kube_client/credentials.rs",
+        "kubernetes/src/cluster/credentials.rs",
         "duplicate mapping key",
         "the YAML parser's text, matched to choose the reason",
     ),
     (
-        "kubernetes/src/kube_client/credentials.rs",
+        "kubernetes/src/cluster/credentials.rs",
         "a key appears twice",
         "a ${reason} of K8S_KUBECONFIG_YAML_INVALID",
     ),
     (
-        "kubernetes/src/kube_client/credentials.rs",
+        "kubernetes/src/cluster/credentials.rs",
         "it is not a well-formed kubeconfig",
         "a ${reason} of K8S_KUBECONFIG_YAML_INVALID",
     ),
     (
-        "kubernetes/src/kube_client/credentials.rs",
+        "kubernetes/src/cluster/credentials.rs",
         "line {line}, column {column}",
         "the ${position} of K8S_KUBECONFIG_YAML_INVALID",
     ),
@@ -177,17 +177,17 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the setup info log line",
     ),
     (
-        "kubernetes/src/runtime.rs",
+        "kubernetes/src/cluster/connector.rs",
         "this pod exec does not support",
         "test doubles' default; the production exec streams",
     ),
     (
-        "kubernetes/src/kube_client/credentials.rs",
+        "kubernetes/src/cluster/credentials.rs",
         "Redactor(",
         "Debug output",
     ),
     (
-        "kubernetes/src/kube_client/cluster.rs",
+        "kubernetes/src/cluster/client.rs",
         "handled in KubeCluster",
         "an unreachable!() branch",
     ),

@@ -30,30 +30,44 @@
 //! goes out without `default`, as client-node sends it (docs/wire-parity.md), and a socket that
 //! drops before the exec status frame is reported at the watchdog with the contract's timeout
 //! message, as the original does.
+//!
+//! # Layout
+//!
+//! - `provider`: [`KubernetesProvider`], the per-worker provider object and its state;
+//! - [`hooks`]: the hooks, one file per family (lease, execute, sync, login), and the config
+//!   stage each starts with;
+//! - [`config`]: the zod-exact config schema and the adapter defaults;
+//! - [`lease`]: what a lease is decided from before the cluster (acquire's prechecks, the
+//!   bounded deadline, the tenant namespace, egress warnings) and the in-worker lease state;
+//! - [`builders`]: every object the provider creates, as pure functions;
+//! - [`cluster`]: everything that talks to the Kubernetes API (the boundary trait, the kube-rs
+//!   client and credentials, the connector, the per-hook bound, the orchestration steps, and
+//!   the scripted test cluster behind the `testing` feature);
+//! - [`exec`]: commands in a pod over the exec websocket (buffered, streaming, tty);
+//! - [`sync`]: native file sync (tar streams both ways, confined to the workspace);
+//! - [`login`]: the login-PTY sessions of a worker.
+//!
+//! The JavaScript semantics the original's behaviour depends on (truthiness, `Number#toString`,
+//! `Date.parse`, `JSON.stringify`, ...) come from the `js-compat` crate.
+//!
+//! The re-exports below are what the addon and other crates use: the provider, its config, and
+//! the config stage of the hooks (which the golden vectors check on their own).
 
-pub mod acquire_precheck;
-pub mod adapters;
-pub mod api_bound;
 pub mod builders;
 pub mod cluster;
 pub mod config;
-pub mod egress_warnings;
 pub mod exec;
 pub mod hooks;
-pub mod kube_client;
-pub mod lease_expiry;
+pub mod lease;
 pub mod login;
-pub mod namespace;
-pub mod orchestrate;
 mod provider;
-pub mod runtime;
 pub mod sync;
 
 pub use config::KubernetesConfig;
-pub use namespace::{derive_company_slug, derive_tenant_namespace};
-pub use provider::{
-    ConfigStage, INVALID_CONFIG_SUMMARY, JOB_BACKEND_NO_LOGIN_PTY, KubernetesProvider,
-    NO_PROVIDER_LEASE_ID, config_stage_of_acquire, config_stage_of_destroy,
+pub use hooks::{
+    ConfigStage, INVALID_CONFIG_SUMMARY, config_stage_of_acquire, config_stage_of_destroy,
     config_stage_of_execute, config_stage_of_release, config_stage_of_resume,
     parse_config_for_hook, probe_config_error, validate_config, zod_error,
 };
+pub use lease::{derive_company_slug, derive_tenant_namespace};
+pub use provider::KubernetesProvider;

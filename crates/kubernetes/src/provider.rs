@@ -1,31 +1,19 @@
-//! The hook surface of the Kubernetes provider.
+//! [`KubernetesProvider`]: the per-worker provider object, its constructors and the in-worker
+//! state the hooks share (§11.0): the cluster connector, the clock the readiness and completion
+//! polls run on, the leases seen Ready, the fast-upload interceptors, the login-PTY sessions and
+//! the Sandbox API versions discovered.
 //!
-//! Here: health, validateConfig, and the config stage every other hook starts with (the early
-//! returns that precede parsing, then `schema.parse`, which rejects with a `ZodError`). The
-//! cluster-facing hooks (probe, acquire, resume, release, destroy, realize workspace, execute,
-//! shutdown) are in [`crate::hooks`] and build on [`ConfigStage::Proceed`].
+//! The hooks themselves are in [`crate::hooks`], one file per hook family; health and setup,
+//! which touch nothing, are here.
 
 use std::sync::Arc;
 
-use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
-use serde_json::{Map, Value, json};
+use sandbox_core::ProviderResult;
+use serde_json::{Value, json};
 
-use crate::adapters::get_adapter_defaults;
-use crate::config::{Backend, KubernetesConfig, ZodIssues};
-use crate::egress_warnings::validate_config_warning;
+use crate::cluster::{Clock, ClusterConnector, KubeConnector, SandboxApiVersionCache, SystemClock};
+use crate::lease::state::{ReadySet, UploadInterceptors};
 use crate::login::{KubeLoginConnector, LoginPtyManager};
-use crate::orchestrate::{Clock, SandboxApiVersionCache, SystemClock};
-use crate::runtime::{ClusterConnector, KubeConnector, ReadySet, UploadInterceptors};
-use js_compat::value;
-
-/// validateConfig's answer for `backend: job`: the driver advertises a login PTY, which only
-/// the sandbox-cr backend can serve.
-pub const JOB_BACKEND_NO_LOGIN_PTY: &str =
-    "The job backend cannot support login PTY advertised by the Kubernetes driver; use sandbox-cr.";
-/// The probe's summary for a config that does not parse.
-pub const INVALID_CONFIG_SUMMARY: &str = "Invalid Kubernetes provider configuration.";
-/// execute's stderr for a lease without a provider lease id.
-pub const NO_PROVIDER_LEASE_ID: &str = "No provider lease ID available for execution.";
 
 /// One provider instance per worker process: the cluster connector, the clock the readiness
 /// and completion polls run on, and the in-worker state of §11.0.
@@ -126,181 +114,6 @@ impl KubernetesProvider {
     /// `onEnvironmentValidateConfig`. Can throw, as the original does when adapter defaults
     /// cannot be resolved.
     pub fn validate_config(&self, params: &Value) -> ProviderResult<Value> {
-        validate_config(params)
-    }
-}
-
-/// `onEnvironmentValidateConfig({config})`: `{ok: false, errors}` for an invalid config or the
-/// job backend; otherwise `{ok: true, normalizedConfig, warnings?}`. Adapter-defaults failures
-/// are not caught there, so they reject the hook.
-pub fn validate_config(params: &Value) -> ProviderResult<Value> {
-    let config = match KubernetesConfig::parse_input(params.get("config")) {
-        Ok(config) => config,
-        Err(issues) => return Ok(json!({ "ok": false, "errors": issues.messages() })),
-    };
-    if config.backend == Backend::Job {
-        return Ok(json!({ "ok": false, "errors": [JOB_BACKEND_NO_LOGIN_PTY] }));
-    }
-    let defaults = get_adapter_defaults(&config.adapter_type, config.adapters.as_deref())?;
-    let mut result = Map::new();
-    result.insert("ok".into(), true.into());
-    result.insert("normalizedConfig".into(), config.to_json());
-    // `warnings: []` becomes `undefined`, which JSON drops.
-    if let Some(warning) = validate_config_warning(&config, &defaults.allow_fqdns) {
-        result.insert("warnings".into(), json!([warning]));
-    }
-    Ok(Value::Object(result))
-}
-
-/// `onEnvironmentProbe`'s answer when the config does not parse; `None` when it does (the probe
-/// then goes on to the cluster).
-pub fn probe_config_error(params: &Value) -> Option<Value> {
-    let issues = KubernetesConfig::parse_input(params.get("config")).err()?;
-    Some(json!({
-        "ok": false,
-        "summary": INVALID_CONFIG_SUMMARY,
-        "metadata": { "errors": issues.messages() },
-    }))
-}
-
-/// `kubernetesProviderConfigSchema.parse(params.config)` as the lease and execute hooks call
-/// it: a failure rejects with the `ZodError`, whose message is the pretty-printed issue list.
-pub fn parse_config_for_hook(params: &Value) -> ProviderResult<KubernetesConfig> {
-    KubernetesConfig::parse_input(params.get("config")).map_err(zod_error)
-}
-
-/// The `ZodError` a failed `schema.parse` throws.
-pub fn zod_error(issues: ZodIssues) -> ProviderError {
-    ProviderError::new(issues.error_message()).with_class(ErrorClass::ZodError)
-}
-
-/// How a hook's config stage ends.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ConfigStage {
-    /// The hook returns this without parsing its config (JS `undefined` is `Value::Null`).
-    Return(Value),
-    /// The config parsed; the hook goes on to the cluster with it.
-    Proceed(Box<KubernetesConfig>),
-}
-
-/// The stage's end for a hook that goes on: parse, or reject with the `ZodError`.
-fn proceed(params: &Value) -> ProviderResult<ConfigStage> {
-    parse_config_for_hook(params).map(|config| ConfigStage::Proceed(Box::new(config)))
-}
-
-/// onEnvironmentAcquireLease: parses first thing.
-pub fn config_stage_of_acquire(params: &Value) -> ProviderResult<ConfigStage> {
-    proceed(params)
-}
-
-/// onEnvironmentResumeLease: parses first thing (there is no lease-id guard).
-pub fn config_stage_of_resume(params: &Value) -> ProviderResult<ConfigStage> {
-    proceed(params)
-}
-
-/// onEnvironmentReleaseLease: a falsy `providerLeaseId` resolves `undefined` before parsing.
-pub fn config_stage_of_release(params: &Value) -> ProviderResult<ConfigStage> {
-    if !value::truthy(params.get("providerLeaseId")) {
-        return Ok(ConfigStage::Return(Value::Null));
-    }
-    proceed(params)
-}
-
-/// onEnvironmentDestroyLease: same guard as release.
-pub fn config_stage_of_destroy(params: &Value) -> ProviderResult<ConfigStage> {
-    config_stage_of_release(params)
-}
-
-/// onEnvironmentExecute: a lease without a truthy `providerLeaseId` gets a failed result before
-/// parsing. A missing `lease` makes the original's property read throw a TypeError.
-pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
-    let lease_id = match params.get("lease") {
-        None => {
-            return Err(ProviderError::cannot_read_properties(
-                "undefined",
-                "providerLeaseId",
-            ));
-        }
-        Some(Value::Null) => {
-            return Err(ProviderError::cannot_read_properties(
-                "null",
-                "providerLeaseId",
-            ));
-        }
-        Some(lease) => lease.get("providerLeaseId"),
-    };
-    if !value::truthy(lease_id) {
-        return Ok(ConfigStage::Return(json!({
-            "exitCode": 1,
-            "timedOut": false,
-            "stdout": "",
-            "stderr": NO_PROVIDER_LEASE_ID,
-        })));
-    }
-    proceed(params)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn release_and_destroy_skip_parsing_without_a_lease_id() {
-        for id in [json!(null), json!(""), json!(0), json!(false)] {
-            let params = json!({"config": {}, "providerLeaseId": id});
-            assert_eq!(
-                config_stage_of_release(&params),
-                Ok(ConfigStage::Return(Value::Null))
-            );
-            assert_eq!(
-                config_stage_of_destroy(&params),
-                Ok(ConfigStage::Return(Value::Null))
-            );
-        }
-        let missing = json!({"config": {}});
-        assert_eq!(
-            config_stage_of_release(&missing),
-            Ok(ConfigStage::Return(Value::Null))
-        );
-    }
-
-    #[test]
-    fn resume_parses_even_without_a_lease_id() {
-        let err =
-            config_stage_of_resume(&json!({"config": {}, "providerLeaseId": null})).unwrap_err();
-        assert_eq!(err.class, ErrorClass::ZodError);
-    }
-
-    #[test]
-    fn execute_without_lease_object_is_a_type_error() {
-        let err = config_stage_of_execute(&json!({"config": {}})).unwrap_err();
-        assert_eq!(err.class, ErrorClass::TypeError);
-        assert_eq!(
-            err.message,
-            "Cannot read properties of undefined (reading 'providerLeaseId')"
-        );
-    }
-
-    #[test]
-    fn valid_config_proceeds() {
-        let params = json!({"config": {"inCluster": true}, "providerLeaseId": "pc-x"});
-        assert!(matches!(
-            config_stage_of_release(&params),
-            Ok(ConfigStage::Proceed(_))
-        ));
-        let params = json!({"config": {"inCluster": true}, "lease": {"providerLeaseId": "pc-x"}});
-        assert!(matches!(
-            config_stage_of_execute(&params),
-            Ok(ConfigStage::Proceed(_))
-        ));
-    }
-
-    #[test]
-    fn missing_config_is_required() {
-        let err = parse_config_for_hook(&json!({})).unwrap_err();
-        assert_eq!(
-            err.message,
-            "[\n  {\n    \"code\": \"invalid_type\",\n    \"expected\": \"object\",\n    \"received\": \"undefined\",\n    \"path\": [],\n    \"message\": \"Required\"\n  }\n]"
-        );
+        crate::hooks::validate_config(params)
     }
 }

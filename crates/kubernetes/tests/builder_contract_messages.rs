@@ -2,13 +2,13 @@
 //! produced through the code path that raises it and compared with its contract line, whose
 //! `${…}` placeholders are filled with the values the trigger uses.
 
-use kubernetes::acquire_precheck::prepare_acquire;
 use kubernetes::builders::{
     ContainerResources, HardStop, SandboxApiVersion, SandboxCrManifestInput,
     ScopedNetworkEgressGrant, append_network_egress_deny_hint, build_sandbox_cr_manifest,
     resolve_image,
 };
-use kubernetes::lease_expiry::compute_bounded_lease_deadline;
+use kubernetes::lease::expiry::compute_bounded_lease_deadline;
+use kubernetes::lease::precheck::prepare_acquire;
 use sandbox_core::ProviderResult;
 use serde_json::{Value, json};
 

@@ -2,9 +2,9 @@
 //! produced through the code path that raises it and compared with the contract text (its
 //! `${…}` placeholders filled with the values the trigger uses).
 
-use kubernetes::adapters::get_adapter_defaults;
+use kubernetes::config::adapters::get_adapter_defaults;
 use kubernetes::config::zod::default_error_message;
-use kubernetes::egress_warnings::acquire_console_warning;
+use kubernetes::lease::egress_warnings::acquire_console_warning;
 use kubernetes::{
     ConfigStage, KubernetesConfig, config_stage_of_execute, probe_config_error, validate_config,
 };

@@ -5,16 +5,16 @@
 //! - 8 MiB of stdin to a command that exits without reading it: the exit status and the output
 //!   are taken as soon as the status arrives, not at the timeout;
 //! - an API server that accepts requests and never answers: acquire, release, destroy, resume
-//!   and probe each finish within their bound (`kubernetes::api_bound`) with
+//!   and probe each finish within their bound (`kubernetes::cluster::api_bound`) with
 //!   `K8S_API_TIMEOUT`, and an acquire cut after creating objects leaves nothing behind.
 
 use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
-use kubernetes::api_bound::{self, api_timeout_message};
+use kubernetes::cluster::DESTROY_LEASE_FAILED;
+use kubernetes::cluster::api_bound::{self, api_timeout_message};
 use kubernetes::exec::RESULT_TAIL_BYTES;
-use kubernetes::orchestrate::DESTROY_LEASE_FAILED;
 use sandbox_core::NullSink;
 use serde_json::{Value, json};
 

@@ -552,10 +552,10 @@ async fn resume_and_the_readiness_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_exec_and_buffered_caps_on_the_wire() {
+    use kubernetes::cluster::ClientCache;
     use kubernetes::exec::{
         ExecError, ExecRequest, StreamingIo, exec_in_pod, exec_in_pod_streaming,
     };
-    use kubernetes::kube_client::ClientCache;
 
     let emu = start().await;
     let provider = KubernetesProvider::new();

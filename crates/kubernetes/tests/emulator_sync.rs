@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
+use kubernetes::cluster::PodExec;
+use kubernetes::cluster::{ClientCache, KubeCluster};
 use kubernetes::config::KubernetesConfig;
 use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };
-use kubernetes::kube_client::{ClientCache, KubeCluster};
-use kubernetes::runtime::PodExec;
 use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use sandbox_core::{BoxFuture, NullSink};
 use serde_json::{Value, json};

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubernetes::KubernetesProvider;
+use kubernetes::cluster::PodExec;
 use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };
-use kubernetes::runtime::PodExec;
 use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use proptest::prelude::*;
 use sandbox_core::fuzz::{self, JsonShape, Properties, SyncFixture, bounded, runner, runtime};

@@ -9,8 +9,6 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use js_compat::value;
-use kubernetes::acquire_precheck::prepare_acquire;
-use kubernetes::adapters::{AdapterDefaults, resolve_run_adapter_type};
 use kubernetes::builders::string_map::{from_json_object, string_map_object};
 use kubernetes::builders::{
     CiliumNetworkPolicyInput, JobManifestInput, LabelsInput, NetworkPolicyInput,
@@ -19,8 +17,10 @@ use kubernetes::builders::{
     build_sandbox_cr_manifest, glob_match, image_pull_policy_for, new_run_ulid_dns,
     paperclip_labels, parse_scoped_network_egress_grant, resolve_image, resolve_image_pull_policy,
 };
+use kubernetes::config::adapters::{AdapterDefaults, resolve_run_adapter_type};
 use kubernetes::exec::command::{sh_quote, wrap_command_with_env};
-use kubernetes::lease_expiry::compute_bounded_lease_deadline;
+use kubernetes::lease::expiry::compute_bounded_lease_deadline;
+use kubernetes::lease::precheck::prepare_acquire;
 use sandbox_core::golden::{Case, load_cases, mismatches, outcome};
 use sandbox_core::{ProviderError, ProviderResult};
 use serde::de::DeserializeOwned;

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use kubernetes::KubernetesProvider;
 use kubernetes::cluster::testing::{ManualClock, ScriptedCluster, ScriptedReply};
 use kubernetes::cluster::{ApiError, ApiMethod, ClusterApi};
+use kubernetes::cluster::{ClusterConnector, Connection, PodExec};
 use kubernetes::config::KubernetesConfig;
 use kubernetes::exec::{ExecError, ExecOutput, ExecRequest, OutputTap};
-use kubernetes::runtime::{ClusterConnector, Connection, PodExec};
 use sandbox_core::{BoxFuture, ErrorClass, HostSink, LogLevel, OutputStream};
 use serde_json::{Value, json};
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use kubernetes::KubernetesProvider;
 use kubernetes::cluster::testing::{ManualClock, ScriptedCluster, ScriptedReply};
 use kubernetes::cluster::{ApiError, ApiMethod, ClusterApi};
+use kubernetes::cluster::{ClusterConnector, Connection, PodExec};
 use kubernetes::config::KubernetesConfig;
 use kubernetes::exec::{ExecError, ExecOutput, ExecRequest, OutputTap};
 use kubernetes::login::LoginLeaseScope;
-use kubernetes::runtime::{ClusterConnector, Connection, PodExec};
 use sandbox_core::{BoxFuture, HostSink, NullSink};
 use serde_json::{Value, json};
 
@@ -199,11 +199,11 @@ async fn an_unresumable_lease_is_forgotten() {
 
 #[test]
 fn constants_are_the_contract_lines() {
-    use kubernetes::login::connector::{LOGIN_POD_UNAVAILABLE, LOGIN_REQUIRES_LEASE_ID};
-    use kubernetes::login::manager::*;
-    use kubernetes::sync::hooks::{
+    use kubernetes::hooks::sync::{
         SYNC_POD_UNRESOLVED, SYNC_REQUIRES_LEASE_ID, SYNC_REQUIRES_REMOTE_DIR,
     };
+    use kubernetes::login::connector::{LOGIN_POD_UNAVAILABLE, LOGIN_REQUIRES_LEASE_ID};
+    use kubernetes::login::manager::*;
     let path = sandbox_core::golden::contract_file("kubernetes-errors.txt");
     let text = std::fs::read_to_string(path).unwrap();
     let lines: Vec<&str> = text.lines().collect();

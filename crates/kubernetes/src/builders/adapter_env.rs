@@ -2,7 +2,7 @@
 //! `adapter-defaults.ts` @ 1516b74).
 
 use super::string_map::assign;
-use crate::adapters::{AdapterDefaults, StringMap};
+use crate::config::adapters::{AdapterDefaults, StringMap};
 
 /// `buildAdapterEnv(defaults, processEnv)`: the adapter's non-secret `defaultEnv`, overlaid with
 /// each `envKeys` secret that `process_env` holds with a non-empty value (the plugin worker's own

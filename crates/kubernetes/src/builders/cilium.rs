@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::labels::{ROLE_AGENT, ROLE_LABEL, managed_by_labels_json};
 use super::network_policy::PAPERCLIP_SERVER_PORT;
 use super::string_map::{self, string_map_object};
-use crate::adapters::StringMap;
+use crate::config::adapters::StringMap;
 use js_compat::json;
 
 pub const CILIUM_GROUP: &str = "cilium.io";

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::adapters::StringMap;
+use crate::config::adapters::StringMap;
 
 pub const RUN_ID_LABEL: &str = "paperclip.io/run-id";
 pub const AGENT_ID_LABEL: &str = "paperclip.io/agent-id";

@@ -1,6 +1,6 @@
 //! Per-run object names (spec §4.2): the run name, its Secret, and its scoped egress policies.
 //!
-//! The tenant namespace is derived in [`crate::namespace`].
+//! The tenant namespace is derived in [`crate::lease::namespace`].
 
 use js_compat::{number, string};
 

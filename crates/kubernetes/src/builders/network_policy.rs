@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::labels::{ROLE_AGENT, ROLE_LABEL, managed_by_labels_json};
 use super::string_map::{self, string_map_object};
-use crate::adapters::StringMap;
+use crate::config::adapters::StringMap;
 
 pub const NETWORK_POLICY_API_VERSION: &str = "networking.k8s.io/v1";
 pub const DENY_ALL_POLICY_NAME: &str = "paperclip-deny-all";

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::labels::pod_template_labels;
 use super::pod_template::{AgentPodSpec, ContainerResources, agent_pod_spec};
 use super::string_map::{self, string_map_object};
-use crate::adapters::StringMap;
+use crate::config::adapters::StringMap;
 use js_compat::number;
 use sandbox_core::{ProviderError, ProviderResult};
 

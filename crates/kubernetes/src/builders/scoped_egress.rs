@@ -9,8 +9,8 @@ use super::cilium::{CiliumNetworkPolicyInput, build_cilium_network_policy_manife
 use super::labels::RUN_ID_LABEL;
 use super::naming::scoped_policy_name;
 use super::network_policy::{NetworkPolicyInput, build_network_policy_manifests};
-use crate::adapters::StringMap;
 use crate::config::EgressMode;
+use crate::config::adapters::StringMap;
 use js_compat::string;
 
 /// Where a task asks for egress; named in the hint and in the Secret.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::adapters::StringMap;
+use crate::config::adapters::StringMap;
 use js_compat::json;
 
 /// A [`StringMap`] as the JS object the original builds from it. JS lists array-index keys

@@ -1,14 +1,75 @@
-//! The Kubernetes API as the orchestration code sees it: one trait with the calls the original
-//! makes, request and response bodies as JSON, and API errors that keep their HTTP status.
+//! Everything that talks to the Kubernetes API, and nothing else does.
 //!
-//! Keeping the cluster behind [`ClusterApi`] makes every orchestration function testable against
-//! the golden recordings (`testing::ScriptedCluster`) and leaves the wire to one implementation
-//! (kube-rs, issue 8).
+//! - The boundary: [`ClusterApi`] (`api`), the calls the original makes, with request and
+//!   response bodies as JSON; its errors (`error`: [`ApiError`] keeps the HTTP status,
+//!   [`ClusterError`] is how a step fails); and a [`Connection`] (`connector`): the API and pod
+//!   exec of one cluster, as one hook call uses them.
+//! - The real cluster: [`KubeCluster`] (`client`), every API call as a kube-rs request;
+//!   `credentials`, the client built from the provider config (spec §3.4) and cached per
+//!   credential, whose secrets never leave it (the kubeconfig text is only hashed and parsed, and
+//!   every client-side error message is scrubbed of it); [`api_bound`], the per-hook deadline every
+//!   request runs under.
+//! - The steps the hooks take over a [`ClusterApi`]: tenant provisioning ([`tenant`]), the
+//!   per-run Secret ([`secret`]), scoped egress policies ([`scoped_egress`]), both workload
+//!   backends behind [`WorkloadOrchestrator`] ([`sandbox_cr`], [`job`]: claim, status, pod
+//!   lookup, logs, release, waits), Sandbox API version discovery ([`sandbox_api_version`]), and
+//!   the resume check and destroy of a lease ([`lease_lifecycle`]). Each makes the same API calls,
+//!   in the same order, with the same request objects as the original, and absorbs 404/409
+//!   exactly where it does. Waits poll on an injected [`Clock`].
+//! - `testing` (unit tests, or the `testing` feature): a scripted cluster that replays the
+//!   golden recordings, and a manual clock.
 
 mod api;
+pub mod api_bound;
+mod client;
+mod clock;
+mod connector;
+mod credentials;
 mod error;
+pub mod job;
+mod js_value;
+pub mod lease_lifecycle;
+pub mod pod_log;
+mod response;
+pub mod sandbox_api_version;
+pub mod sandbox_cr;
+pub mod scoped_egress;
+pub mod secret;
+mod status;
+pub mod tenant;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod workload;
 
 pub use api::{ApiGroup, ApiMethod, ClusterApi};
-pub use error::{ApiError, ApiResult, CONFLICT, NOT_FOUND};
+pub use client::{KubeCluster, api_error_from_kube};
+pub use clock::{Clock, PollOptions, SystemClock};
+pub use connector::{ClusterConnector, Connection, KubeConnector, PodExec, STREAMING_UNSUPPORTED};
+pub use credentials::{
+    CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS, ClientCache, CredentialSource, KubeClientHandle,
+    Redactor,
+};
+pub use error::{
+    ApiError, ApiResult, CONFLICT, ClusterError, DESTROY_LEASE_FAILED, JOB_CREATED_WITHOUT_UID,
+    NOT_FOUND, SANDBOX_CREATED_WITHOUT_UID, SCOPED_POLICY_AND_RELEASE_FAILED,
+};
+pub use job::{find_pod_for_job, get_job_status, wait_for_job_completion};
+pub use lease_lifecycle::{
+    DestroyLease, ResumeCheck, ResumeCheckResult, check_lease_resumable,
+    delete_sandbox_cr_trying_versions, destroy_lease_resources,
+    destroy_lease_resources_trying_versions,
+};
+pub use sandbox_api_version::{
+    SandboxApiVersion, SandboxApiVersionCache, discover_sandbox_api_version,
+    sandbox_api_version_from_metadata,
+};
+pub use sandbox_cr::{
+    find_pod_for_sandbox, get_sandbox_cr_status, map_sandbox_phase, wait_for_sandbox_ready,
+};
+pub use scoped_egress::{
+    create_scoped_network_egress_policy, create_scoped_network_egress_policy_or_release_workload,
+};
+pub use secret::{PerRunSecret, create_per_run_secret};
+pub use status::{SandboxStatus, WorkloadPhase};
+pub use tenant::{TenantInput, TenantResourceQuota, ensure_tenant};
+pub use workload::WorkloadOrchestrator;

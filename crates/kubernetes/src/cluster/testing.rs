@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::{ApiMethod, ClusterApi};
 use super::error::{ApiError, ApiResult};
-use crate::orchestrate::Clock;
+use crate::cluster::Clock;
 
 /// One scripted answer: resolve with a body, or reject with an API error.
 #[derive(Debug, Clone, PartialEq)]

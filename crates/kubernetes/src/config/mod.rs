@@ -5,15 +5,18 @@
 //! * [`KubernetesConfig::to_json`] is the parsed object as the original returns it as
 //!   `normalizedConfig`: schema key order, defaults filled in, unknown keys gone, optional keys
 //!   that were not supplied absent.
+//! * [`adapters`]: the adapter runtime defaults (built-in table, or the `adapters` registry of
+//!   the config) that the schema checks `adapterType` against and acquire runs with.
 
+pub mod adapters;
 mod patterns;
 mod schema;
 pub mod zod;
 
 use serde_json::{Map, Value};
 
-use crate::adapters::string_map_json;
-pub use crate::adapters::{AdapterRegistryEntry, StringMap};
+use adapters::string_map_json;
+pub use adapters::{AdapterRegistryEntry, StringMap};
 use js_compat::number;
 pub use patterns::{is_valid_label_key, is_valid_label_value};
 pub use schema::parse_adapter_registry;

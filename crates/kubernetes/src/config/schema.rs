@@ -15,7 +15,7 @@ use super::zod::{
     string, with_default,
 };
 use super::{Backend, DefaultResources, EgressMode, KubernetesConfig, ResourceQuantities};
-use crate::adapters::{AdapterRegistryEntry, StringMap, is_known_adapter_type};
+use crate::config::adapters::{AdapterRegistryEntry, StringMap, is_known_adapter_type};
 
 pub const AUTH_REQUIRED: &str = "kubernetes provider requires one of `inCluster` or `kubeconfig`";
 pub const INVALID_CIDR: &str = "Invalid CIDR";

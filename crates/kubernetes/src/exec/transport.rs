@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::command::sh_quote;
 use crate::cluster::ApiError;
-use crate::kube_client::{Redactor, api_error_from_kube};
+use crate::cluster::{Redactor, api_error_from_kube};
 
 /// The container every exec targets.
 pub const AGENT_CONTAINER: &str = "agent";

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::transport::{AGENT_CONTAINER, ExecError};
-use crate::kube_client::{Redactor, api_error_from_kube};
+use crate::cluster::{Redactor, api_error_from_kube};
 
 /// The write backlog at which the session is ended (`bufferedAmount` > 256 KiB).
 pub const MAX_TTY_BACKLOG: usize = 256 * 1024;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
+use crate::cluster::ClusterConnector;
+use crate::cluster::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::exec::ExecError;
 use crate::exec::tty::{TtyEvents, TtySession};
-use crate::orchestrate::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
-use crate::runtime::ClusterConnector;
 
 /// A30 (the manager always sets the lease id).
 pub const LOGIN_REQUIRES_LEASE_ID: &str = "Kubernetes login PTY requires a lease ID";

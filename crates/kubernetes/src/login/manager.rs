@@ -74,7 +74,7 @@ pub struct LoginLeaseScope {
     pub pod_name: Option<String>,
     pub expires_at: Option<String>,
     /// The version the lease's Sandbox is addressed with (G-apiversion).
-    pub sandbox_api_version: crate::orchestrate::SandboxApiVersion,
+    pub sandbox_api_version: crate::cluster::SandboxApiVersion,
     pub config: KubernetesConfig,
 }
 

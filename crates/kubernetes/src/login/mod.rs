@@ -1,9 +1,8 @@
 //! Login terminals (G-login, spec §11.13 and §18): the per-worker manager of login-PTY
-//! sessions, the connector that opens them as tty execs in the lease's Sandbox pod, and the
-//! `onLoginPty*` hooks.
+//! sessions and the connector that opens them as tty execs in the lease's Sandbox pod. The
+//! `onLoginPty*` hooks that drive them are in [`crate::hooks::login`].
 
 pub mod connector;
-pub mod hooks;
 pub mod manager;
 
 pub use connector::KubeLoginConnector;

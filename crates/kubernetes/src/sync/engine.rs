@@ -14,9 +14,9 @@ use tokio::io::AsyncWrite;
 use super::paths::assert_confined_sandbox_path;
 use super::script::{self, InboundFile};
 use super::tar_list::{assert_archive_confined, escaping_member_message, extract_confined};
+use crate::cluster::ClusterError;
+use crate::cluster::PodExec;
 use crate::exec::{ExecError, StreamingIo, StreamingOutput};
-use crate::orchestrate::ClusterError;
-use crate::runtime::PodExec;
 use js_compat::value;
 
 /// Reserved scratch-name stem of staged transfers.

@@ -5,8 +5,8 @@ use js_compat::json;
 use serde_json::{Map, Value, json};
 
 use super::error::ClusterError;
-use crate::adapters::StringMap;
 use crate::cluster::ClusterApi;
+use crate::config::adapters::StringMap;
 
 /// `CreatePerRunSecretInput`.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,12 +4,12 @@
 
 use serde_json::Value;
 
-use crate::adapters::{AdapterDefaults, get_adapter_defaults, resolve_run_adapter_type};
+use crate::config::adapters::{AdapterDefaults, get_adapter_defaults, resolve_run_adapter_type};
 use crate::config::{Backend, KubernetesConfig};
-use crate::egress_warnings::acquire_console_warning;
-use crate::lease_expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
-use crate::namespace::derive_tenant_namespace;
-use crate::parse_config_for_hook;
+use crate::hooks::parse_config_for_hook;
+use crate::lease::egress_warnings::acquire_console_warning;
+use crate::lease::expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
+use crate::lease::namespace::derive_tenant_namespace;
 use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
 
 /// A Job's deadline counts from its start and the job backend has no exec channel for the login

@@ -1,23 +1,22 @@
-//! What the hooks run against: a connector that turns a parsed config into a cluster (API calls
-//! and pod exec), and the per-worker state the original keeps in module scope (§11.0).
+//! What the hooks run against: a connector that turns a parsed config into a cluster, as one
+//! hook call uses it (API calls and pod exec).
 //!
 //! Production uses [`KubeConnector`] (kube-rs, the per-credential client cache); tests plug in
 //! scripted clusters and execs.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use sandbox_core::BoxFuture;
 
-use crate::cluster::{ApiError, ClusterApi};
+use super::client::KubeCluster;
+use super::credentials::ClientCache;
+use super::{ApiError, ClusterApi};
 use crate::config::KubernetesConfig;
 use crate::exec::tty::{TtyEvents, TtySession, open_tty_exec};
-use crate::exec::upload_interceptor::{FastUploadInterceptor, UploadDecision};
 use crate::exec::{
     AGENT_CONTAINER, ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
     exec_in_pod, exec_in_pod_streaming,
 };
-use crate::kube_client::{ClientCache, KubeCluster};
 
 /// The message of the default [`PodExec::exec_streaming`] / [`PodExec::open_tty`] of an exec
 /// that cannot stream (test doubles that only script buffered execs).
@@ -140,65 +139,5 @@ impl ClusterConnector for KubeConnector {
                 exec: cluster,
             })
         })
-    }
-}
-
-/// `readySandboxesByLease`: leases whose Sandbox was seen Ready by this worker.
-#[derive(Debug, Default)]
-pub struct ReadySet {
-    leases: Mutex<HashSet<String>>,
-}
-
-impl ReadySet {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.leases.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn contains(&self, lease: &str) -> bool {
-        self.lock().contains(lease)
-    }
-
-    pub fn insert(&self, lease: &str) {
-        self.lock().insert(lease.to_string());
-    }
-
-    pub fn remove(&self, lease: &str) {
-        self.lock().remove(lease);
-    }
-
-    pub fn clear(&self) {
-        self.lock().clear();
-    }
-}
-
-/// `uploadInterceptorsByLease`: one fast-upload interceptor per lease, created on first use.
-#[derive(Debug, Default)]
-pub struct UploadInterceptors {
-    leases: Mutex<HashMap<String, FastUploadInterceptor>>,
-}
-
-impl UploadInterceptors {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, FastUploadInterceptor>> {
-        self.leases.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The lease's interceptor's decision on `script`.
-    pub fn decide(&self, lease: &str, script: &str) -> UploadDecision {
-        self.lock()
-            .entry(lease.to_string())
-            .or_default()
-            .decide(script)
-    }
-
-    pub fn remove(&self, lease: &str) {
-        self.lock().remove(lease);
-    }
-
-    pub fn clear(&self) {
-        self.lock().clear();
-    }
-
-    pub fn contains(&self, lease: &str) -> bool {
-        self.lock().contains_key(lease)
     }
 }

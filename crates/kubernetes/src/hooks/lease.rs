@@ -1,23 +1,27 @@
-//! The cluster-facing hooks of [`KubernetesProvider`] (spec §11.5–§11.11): 1bbb5810 plus the
-//! generations the crate docs list. Acquire does not wait for the Sandbox; it discovers the
-//! Sandbox API version first (G-apiversion, sandbox-cr only), undoes what it created when a step
-//! after the workload claim fails (G-sync/egress cleanup) and records `remoteCwd: /workspace`
-//! (G-remoteCwd). Execute honours `cwd`, reports `signal: null` and explains exits 137/143
-//! (G-exec2).
+//! The lease hooks of [`KubernetesProvider`] (spec §11.5–§11.10): probe, acquire, resume,
+//! release, destroy, realize workspace and shutdown, plus what they share with the other hook
+//! families (the lease metadata as every hook reads it, the connection and the Sandbox API
+//! version of a lease's cluster).
+//!
+//! Acquire does not wait for the Sandbox; it discovers the Sandbox API version first
+//! (G-apiversion, sandbox-cr only), undoes what it created when a step after the workload claim
+//! fails (G-sync/egress cleanup) and records `remoteCwd: /workspace` (G-remoteCwd). Every API
+//! request of these hooks is bounded ([`crate::cluster::api_bound`]).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sandbox_core::{HostSink, LogLevel, OutputStream, ProviderError, ProviderResult};
+use sandbox_core::{HostSink, LogLevel, ProviderError, ProviderResult};
 use serde_json::{Map, Value, json};
 
-use crate::acquire_precheck::{prepare_acquire, tenant_namespace};
-use crate::api_bound;
+use super::{
+    ConfigStage, INVALID_CONFIG_SUMMARY, cluster_err, config_stage_of_destroy,
+    config_stage_of_release, parse_config_for_hook,
+};
 use crate::builders::images::resolve_image;
 use crate::builders::sandbox_cr::{HardStop, SandboxCrManifestInput, build_sandbox_cr_manifest};
 use crate::builders::scoped_egress::{
     ADAPTER_EGRESS_POLICY_SUFFIX, NETWORK_EGRESS_GRANT_PATH, ScopedEgressPolicyInput,
-    ScopedNetworkEgressGrant, ScopedPolicyBaseRules, append_network_egress_deny_hint,
-    parse_scoped_network_egress_grant,
+    ScopedNetworkEgressGrant, ScopedPolicyBaseRules, parse_scoped_network_egress_grant,
 };
 use crate::builders::string_map::assign;
 use crate::builders::{
@@ -25,25 +29,19 @@ use crate::builders::{
     build_adapter_env_from_process, build_job_manifest, new_run_name, paperclip_labels,
     run_secret_name,
 };
-use crate::config::{Backend, KubernetesConfig};
-use crate::exec::ExecRequest;
-use crate::exec::command::wrap_command_with_env;
-use crate::exec::exit_hints::append_exit_status_hint;
-use crate::exec::upload_interceptor::{UploadDecision, flush_script};
-use crate::login::LoginLeaseScope;
-use crate::orchestrate::{
-    ClusterError, DestroyLease, PerRunSecret, PollOptions, ResumeCheck, ResumeCheckResult,
+use crate::cluster::api_bound;
+use crate::cluster::{
+    ClusterError, Connection, DestroyLease, PerRunSecret, ResumeCheck, ResumeCheckResult,
     SandboxApiVersion, TenantInput, TenantResourceQuota, WorkloadOrchestrator,
     check_lease_resumable, create_per_run_secret,
     create_scoped_network_egress_policy_or_release_workload, delete_sandbox_cr_trying_versions,
     destroy_lease_resources, destroy_lease_resources_trying_versions, ensure_tenant,
     sandbox_api_version_from_metadata,
 };
-use crate::provider::{
-    ConfigStage, INVALID_CONFIG_SUMMARY, KubernetesProvider, config_stage_of_destroy,
-    config_stage_of_execute, config_stage_of_release, parse_config_for_hook,
-};
-use crate::runtime::Connection;
+use crate::config::{Backend, KubernetesConfig};
+use crate::lease::precheck::{prepare_acquire, tenant_namespace};
+use crate::login::LoginLeaseScope;
+use crate::provider::KubernetesProvider;
 use js_compat::{string, value};
 
 type Config = KubernetesConfig;
@@ -52,8 +50,6 @@ type Config = KubernetesConfig;
 pub const PAPERCLIP_SERVER_NAMESPACE: &str = "paperclip";
 /// Probe summary when the cluster cannot be reached.
 pub const PROBE_FAILED_SUMMARY: &str = "Kubernetes cluster probe failed.";
-/// B7.
-pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
 /// G-remoteCwd: the workspace dir recorded on every lease at acquire (the Sandbox's emptyDir),
 /// so native sync works before (or without) a realized workspace.
 pub const DEFAULT_REMOTE_CWD: &str = "/workspace";
@@ -62,15 +58,6 @@ pub const DEFAULT_REMOTE_CWD: &str = "/workspace";
 /// may echo the Secret's contents.
 pub const ACQUIRE_CLEANUP_INCOMPLETE: &str =
     "Kubernetes sandbox lease acquisition failed and cleanup was incomplete.";
-/// The exec floor after the readiness wait.
-pub const EXEC_FLOOR_MS: u64 = 5_000;
-/// Readiness and completion poll of execute.
-pub const EXECUTE_POLL_MS: u64 = 2_000;
-
-/// B6.
-pub fn sandbox_not_ready_message(timeout_ms: u64) -> String {
-    format!("Sandbox pod did not become Ready within {timeout_ms}ms")
-}
 
 /// The probe's success summary.
 pub fn probe_ok_summary(namespace: &str) -> String {
@@ -151,7 +138,7 @@ impl<'a> LeaseView<'a> {
             .to_string()
     }
 
-    fn grant(&self) -> ScopedNetworkEgressGrant {
+    pub(crate) fn grant(&self) -> ScopedNetworkEgressGrant {
         let network_egress = self
             .metadata
             .and_then(|m| m.get("scopedNetworkEgress"))
@@ -159,30 +146,6 @@ impl<'a> LeaseView<'a> {
             .unwrap_or(Value::Null);
         parse_scoped_network_egress_grant(Some(&json!({"networkEgress": network_egress})))
     }
-}
-
-/// `{exitCode, signal: null, timedOut, stdout, stderr, metadata}`: every execute result past
-/// the lease-id check (G-exec2: Kubernetes exec reports no signal, so none is ever claimed). The
-/// output strings are moved in (`json!` would copy them, and stdout can be tens of MiB).
-fn execute_result(
-    exit_code: Value,
-    timed_out: bool,
-    stdout: String,
-    stderr: String,
-    metadata: Value,
-) -> Value {
-    let mut result = Map::new();
-    result.insert("exitCode".into(), exit_code);
-    result.insert("signal".into(), Value::Null);
-    result.insert("timedOut".into(), timed_out.into());
-    result.insert("stdout".into(), Value::String(stdout));
-    result.insert("stderr".into(), Value::String(stderr));
-    result.insert("metadata".into(), metadata);
-    Value::Object(result)
-}
-
-pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
-    ProviderError::from(err.into())
 }
 
 /// Deletes what a failed acquire created (§11.6 step 12): the workload, and the per-run Secret
@@ -195,7 +158,7 @@ async fn undo_failed_acquire(
     err: ClusterError,
 ) -> ProviderError {
     // A fresh bound: the acquire's own may be spent (a hung step), and the cleanup must run.
-    match crate::api_bound::with_fresh_bound(destroy_lease_resources(api, created)).await {
+    match crate::cluster::api_bound::with_fresh_bound(destroy_lease_resources(api, created)).await {
         Ok(()) => err.into(),
         Err(_) => ProviderError::new(ACQUIRE_CLEANUP_INCOMPLETE),
     }
@@ -248,7 +211,7 @@ impl KubernetesProvider {
     }
 
     /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors. Its API
-    /// requests are bounded ([`crate::api_bound`]).
+    /// requests are bounded ([`crate::cluster::api_bound`]).
     pub async fn probe(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::PROBE);
         api_bound::with_api_bound(ms, self.probe_unbounded(params, sink)).await
@@ -292,7 +255,7 @@ impl KubernetesProvider {
         })
     }
 
-    /// `onEnvironmentAcquireLease`, its API requests bounded ([`crate::api_bound`]); a step cut
+    /// `onEnvironmentAcquireLease`, its API requests bounded ([`crate::cluster::api_bound`]); a step cut
     /// at the bound fails like any other, through the partial-failure cleanup.
     pub async fn acquire(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::ACQUIRE);
@@ -562,7 +525,7 @@ impl KubernetesProvider {
     }
 
     /// `onEnvironmentResumeLease`: never deletes anything. Its API requests are bounded
-    /// ([`crate::api_bound`]).
+    /// ([`crate::cluster::api_bound`]).
     pub async fn resume(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::RESUME);
         api_bound::with_api_bound(ms, self.resume_unbounded(params, sink)).await
@@ -658,7 +621,7 @@ impl KubernetesProvider {
 
     /// `onEnvironmentReleaseLease`: deletes the workload (Foreground, 404 ignored); the pod and
     /// Secret go by cascade. `None` is the original's `undefined`.
-    /// Its API requests are bounded ([`crate::api_bound`]).
+    /// Its API requests are bounded ([`crate::cluster::api_bound`]).
     pub async fn release(
         &self,
         params: &Value,
@@ -705,7 +668,7 @@ impl KubernetesProvider {
     }
 
     /// `onEnvironmentDestroyLease`: deletes the workload, the pod and the Secret.
-    /// Its API requests are bounded ([`crate::api_bound`]).
+    /// Its API requests are bounded ([`crate::cluster::api_bound`]).
     pub async fn destroy(
         &self,
         params: &Value,
@@ -787,293 +750,5 @@ impl KubernetesProvider {
         self.ready().clear();
         self.uploads().clear();
         Ok(Value::Null)
-    }
-
-    /// `onEnvironmentExecute`. Output is streamed to `sink.execution_log` as it arrives; the
-    /// streamed text equals the returned stdout/stderr (before the egress hint is appended).
-    pub async fn execute(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
-        let config = match config_stage_of_execute(params)? {
-            ConfigStage::Return(result) => return Ok(result),
-            ConfigStage::Proceed(config) => config,
-        };
-        let lease_value = params.get("lease");
-        let lease = LeaseView::new(lease_value.and_then(|l| l.get("metadata")));
-        let lease_id =
-            value::to_string_or_undefined(lease_value.and_then(|l| l.get("providerLeaseId")));
-        let grant = lease.grant();
-        let namespace = lease.namespace(&config, params.get("companyId"))?;
-        let (backend, _) = lease.backend(&config);
-        let connection = self.connect(&config).await?;
-        let effective_timeout_ms = match params.get("timeoutMs").and_then(Value::as_f64) {
-            Some(ms) if ms > 0.0 => ms.ceil() as u64,
-            _ => (config.pod_activity_deadline_sec * 1000.0) as u64,
-        };
-        if backend == Backend::Job {
-            return self
-                .execute_job(
-                    &connection,
-                    &lease,
-                    &lease_id,
-                    &namespace,
-                    &grant,
-                    effective_timeout_ms,
-                    sink,
-                )
-                .await;
-        }
-
-        let api = connection.api.as_ref();
-        let orchestrator = WorkloadOrchestrator::SandboxCr(
-            self.lease_sandbox_api_version(&connection, &lease).await?,
-        );
-        let started = self.clock().now_ms();
-        let base_metadata = json!({
-            "provider": "kubernetes", "backend": "sandbox-cr",
-            "namespace": namespace, "sandboxName": lease_id,
-        });
-        if !self.ready().contains(&lease_id) {
-            let options = PollOptions {
-                timeout_ms: effective_timeout_ms,
-                poll_ms: EXECUTE_POLL_MS,
-            };
-            // Issue 15: the deadline holds even while one of the polls hangs (an API server
-            // that accepts the request and never answers): same result as a readiness timeout.
-            let wait =
-                orchestrator.wait_for_completion(api, self.clock(), &namespace, &lease_id, options);
-            let waited =
-                tokio::time::timeout(std::time::Duration::from_millis(effective_timeout_ms), wait)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(ClusterError::SandboxReadyTimeout {
-                            namespace: namespace.clone(),
-                            name: lease_id.clone(),
-                            timeout_ms: effective_timeout_ms,
-                        })
-                    });
-            match waited {
-                Ok(_) => self.ready().insert(&lease_id),
-                Err(ClusterError::SandboxReadyTimeout { .. }) => {
-                    return Ok(execute_result(
-                        Value::Null,
-                        true,
-                        String::new(),
-                        sandbox_not_ready_message(effective_timeout_ms),
-                        base_metadata,
-                    ));
-                }
-                Err(err) => return Err(err.into()),
-            }
-        }
-        let mut pod_name = lease
-            .metadata
-            .and_then(|m| m.get("podName"))
-            .filter(|p| value::truthy(Some(p)))
-            .map(|p| value::to_string_or_undefined(Some(p)));
-        if pod_name.is_none() {
-            pod_name = orchestrator.find_pod(api, &namespace, &lease_id).await?;
-        }
-        let Some(pod_name) = pod_name.filter(|p| !p.is_empty()) else {
-            return Ok(execute_result(
-                json!(1),
-                false,
-                String::new(),
-                SANDBOX_POD_UNRESOLVED.into(),
-                base_metadata,
-            ));
-        };
-        let mut metadata = base_metadata;
-        metadata["podName"] = json!(pod_name);
-
-        let command = params
-            .get("command")
-            .and_then(Value::as_str)
-            .map(|c| string::trim(c).to_string())
-            .unwrap_or_default();
-        let args: Vec<String> = params
-            .get("args")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|v| value::to_string_or_undefined(Some(v)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let raw_args = params.get("args").and_then(Value::as_array);
-        let shell_script = match raw_args.map(Vec::as_slice) {
-            Some([flag, Value::String(script), ..]) if command == "sh" && flag == "-c" => {
-                Some(script.as_str())
-            }
-            _ => None,
-        };
-        if let Some(script) = shell_script {
-            match self.uploads().decide(&lease_id, script) {
-                UploadDecision::Ack { .. } => {
-                    metadata["fastUpload"] = json!("ack");
-                    return Ok(execute_result(
-                        json!(0),
-                        false,
-                        String::new(),
-                        String::new(),
-                        metadata,
-                    ));
-                }
-                UploadDecision::Flush {
-                    target_path,
-                    payload,
-                } => {
-                    metadata["fastUpload"] = json!("flush");
-                    let body = js_compat::base64::encode(&payload);
-                    let script = flush_script(&target_path, body.len());
-                    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
-                    let mut request = ExecRequest::new(&namespace, &pod_name, argv);
-                    request.stdin = body.into_bytes();
-                    let elapsed = self.clock().now_ms().saturating_sub(started);
-                    request.timeout_ms = effective_timeout_ms
-                        .saturating_sub(elapsed)
-                        .max(EXEC_FLOOR_MS);
-                    return Ok(match connection.exec.exec(request, None).await {
-                        Ok(output) => {
-                            metadata["uploadedBytes"] = json!(payload.len());
-                            execute_result(
-                                json!(output.exit_code),
-                                false,
-                                output.stdout,
-                                output.stderr,
-                                metadata,
-                            )
-                        }
-                        Err(err) => execute_result(
-                            Value::Null,
-                            true,
-                            String::new(),
-                            format!("fast-upload flush failed: {err}"),
-                            metadata,
-                        ),
-                    });
-                }
-                // 1bbb5810 does not branch on an over-cap `error`: the chunk command runs in
-                // the pod like any other.
-                UploadDecision::Error { .. } | UploadDecision::Passthrough { .. } => {}
-            }
-        }
-        let base_argv: Vec<String> = match (command.is_empty(), args.is_empty()) {
-            (false, false) => std::iter::once(command).chain(args).collect(),
-            (false, true) => vec!["/bin/sh".into(), "-lc".into(), command],
-            (true, _) => vec!["/bin/sh".into(), "-l".into()],
-        };
-        let argv = wrap_command_with_env(&base_argv, params.get("env"), params.get("cwd"));
-        let elapsed = self.clock().now_ms().saturating_sub(started);
-        let remaining = effective_timeout_ms
-            .saturating_sub(elapsed)
-            .max(EXEC_FLOOR_MS);
-        let mut request = ExecRequest::new(&namespace, &pod_name, argv);
-        request.stdin = params
-            .get("stdin")
-            .and_then(Value::as_str)
-            .map(|s| s.as_bytes().to_vec())
-            .unwrap_or_default();
-        request.timeout_ms = remaining;
-        // Issue 15: the result must fit the host's reply line; the live output has it all.
-        request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
-
-        // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
-        // stream down instead of letting output queue up here.
-        let (tap, mut chunks) = crate::exec::output_tap();
-        let run = connection.exec.exec(request, Some(tap));
-        let forward = async {
-            while let Some((stream, chunk)) = chunks.recv().await {
-                sink.execution_log(stream, chunk).await;
-            }
-        };
-        let (outcome, ()) = tokio::join!(run, forward);
-        Ok(match outcome {
-            Ok(output) => {
-                let explained = append_exit_status_hint(output.stderr.clone(), output.exit_code);
-                let stderr = append_network_egress_deny_hint(&explained, &grant);
-                // The notes are part of the result's stderr: stream them too, so the streamed
-                // text stays the returned text.
-                if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
-                    && !hint.is_empty()
-                {
-                    sink.execution_log(OutputStream::Stderr, hint.to_string())
-                        .await;
-                }
-                // Issue 15: only a cut result says so (the original's metadata has no such key).
-                let mut metadata = metadata;
-                if output.truncated {
-                    metadata["outputTruncated"] = json!(true);
-                }
-                execute_result(
-                    json!(output.exit_code),
-                    false,
-                    output.stdout,
-                    stderr,
-                    metadata,
-                )
-            }
-            Err(err) => execute_result(
-                Value::Null,
-                true,
-                String::new(),
-                append_network_egress_deny_hint(&err.to_string(), &grant),
-                metadata,
-            ),
-        })
-    }
-
-    /// The job backend's execute: waits for the Job and reports its whole log as stdout.
-    #[allow(clippy::too_many_arguments)]
-    async fn execute_job(
-        &self,
-        connection: &Connection,
-        lease: &LeaseView<'_>,
-        lease_id: &str,
-        namespace: &str,
-        grant: &ScopedNetworkEgressGrant,
-        effective_timeout_ms: u64,
-        sink: &dyn HostSink,
-    ) -> ProviderResult<Value> {
-        let api = connection.api.as_ref();
-        let orchestrator = WorkloadOrchestrator::Job;
-        let options = PollOptions {
-            timeout_ms: effective_timeout_ms,
-            poll_ms: EXECUTE_POLL_MS,
-        };
-        let status = match orchestrator
-            .wait_for_completion(api, self.clock(), namespace, lease_id, options)
-            .await
-        {
-            Ok(status) => Some(status),
-            Err(ClusterError::JobTimeout { .. }) => None,
-            Err(err) => return Err(err.into()),
-        };
-        let pod_name = match lease.metadata.and_then(|m| m.get("podName")) {
-            Some(Value::String(name)) => Some(name.clone()),
-            _ => orchestrator.find_pod(api, namespace, lease_id).await?,
-        };
-        let mut stdout = String::new();
-        if let Some(pod) = pod_name.as_deref().filter(|p| !p.is_empty())
-            && let Some(log) = orchestrator.read_logs(api, namespace, pod).await?
-        {
-            sink.execution_log(OutputStream::Stdout, log.clone()).await;
-            stdout = log;
-        }
-        let timed_out = status.is_none();
-        let phase = status.as_ref().map(|s| s.phase.as_str());
-        let exit_code = match &status {
-            None => Value::Null,
-            Some(s) if s.phase.as_str() == "Succeeded" => json!(0),
-            Some(_) => json!(1),
-        };
-        Ok(execute_result(
-            exit_code,
-            timed_out,
-            stdout,
-            append_network_egress_deny_hint("", grant),
-            json!({
-                "provider": "kubernetes", "backend": "job", "namespace": namespace,
-                "jobName": lease_id, "podName": pod_name, "phase": phase,
-            }),
-        ))
     }
 }

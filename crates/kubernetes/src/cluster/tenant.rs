@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::error::ClusterError;
-use crate::adapters::StringMap;
 use crate::builders::cilium::{
     CILIUM_GROUP, CILIUM_PLURAL, CILIUM_VERSION, CiliumNetworkPolicyInput,
     build_cilium_network_policy_manifest,
@@ -21,6 +20,7 @@ use crate::builders::pod_template::TENANT_SERVICE_ACCOUNT;
 use crate::builders::string_map::{self, string_map_object};
 use crate::cluster::{ApiMethod, ClusterApi};
 use crate::config::EgressMode;
+use crate::config::adapters::StringMap;
 
 pub const TENANT_ROLE_NAME: &str = "paperclip-tenant-role";
 pub const TENANT_ROLE_BINDING_NAME: &str = "paperclip-tenant-rb";

@@ -1,13 +1,15 @@
-//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut` (spec §11.12).
+//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut` (spec §11.12): find the lease's Sandbox pod
+//! (waiting for it to be Ready once per lease and worker), then hand the operations to the sync
+//! engine ([`crate::sync`]). Only the sandbox-cr backend syncs.
 
 use sandbox_core::{HostSink, ProviderError, ProviderResult};
 use serde_json::Value;
 
-use super::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
+use super::{EXECUTE_POLL_MS, LeaseView, parse_config_for_hook};
+use crate::cluster::{PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
-use crate::hooks::{EXECUTE_POLL_MS, LeaseView};
-use crate::orchestrate::{PollOptions, WorkloadOrchestrator};
-use crate::provider::{KubernetesProvider, parse_config_for_hook};
+use crate::provider::KubernetesProvider;
+use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use js_compat::{string, value};
 
 /// A1.

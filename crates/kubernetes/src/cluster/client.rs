@@ -37,9 +37,9 @@ impl KubeCluster {
         &self.handle.redactor
     }
 
-    /// One request, cut at the hook's API bound ([`crate::api_bound`]).
+    /// One request, cut at the hook's API bound ([`crate::cluster::api_bound`]).
     async fn perform(&self, method: ApiMethod, request: Value) -> ApiResult {
-        crate::api_bound::bounded(self.perform_unbounded(method, request))
+        crate::cluster::api_bound::bounded(self.perform_unbounded(method, request))
             .await
             .map_err(ApiError::transport)?
     }

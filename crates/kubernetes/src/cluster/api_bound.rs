@@ -9,7 +9,7 @@
 //! 30 s, probe 120 s, release and destroy the default 30 s). The original applies no timeout of
 //! its own to these calls (its client's requests have none).
 //!
-//! The deadline is carried in a task-local, so every [`crate::kube_client::KubeCluster`]
+//! The deadline is carried in a task-local, so every [`crate::cluster::KubeCluster`]
 //! request made inside [`with_api_bound`] is cut at it and fails with
 //! [`api_timeout_message`] as an ordinary transport error, through the hook's normal error
 //! path (an acquire's partial-failure cleanup included, which gets a fresh bound of its own).

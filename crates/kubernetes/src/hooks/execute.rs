@@ -1,0 +1,344 @@
+//! `onEnvironmentExecute` (spec §11.11): a command in the lease's Sandbox pod, its output
+//! streamed to the host as it arrives, or on the job backend the Job's whole log once it is done.
+//!
+//! The sandbox-cr path waits for the Sandbox to be Ready once per lease and worker, answers the
+//! fast-upload chunk protocol without running anything until a flush, and otherwise runs the
+//! command through the env/cwd wrapper. G-exec2: `cwd` is honoured, every result carries
+//! `signal: null`, and exits 137/143 get an explanatory note on stderr.
+
+use sandbox_core::{HostSink, OutputStream, ProviderResult};
+use serde_json::{Map, Value, json};
+
+use super::lease::LeaseView;
+use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
+use crate::cluster::{ClusterError, Connection, PollOptions, WorkloadOrchestrator};
+use crate::config::Backend;
+use crate::exec::ExecRequest;
+use crate::exec::command::wrap_command_with_env;
+use crate::exec::exit_hints::append_exit_status_hint;
+use crate::exec::upload_interceptor::{UploadDecision, flush_script};
+use crate::hooks::{ConfigStage, config_stage_of_execute};
+use crate::provider::KubernetesProvider;
+use js_compat::{string, value};
+
+/// B7.
+pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
+/// The exec floor after the readiness wait.
+pub const EXEC_FLOOR_MS: u64 = 5_000;
+/// Readiness and completion poll of execute.
+pub const EXECUTE_POLL_MS: u64 = 2_000;
+
+/// B6.
+pub fn sandbox_not_ready_message(timeout_ms: u64) -> String {
+    format!("Sandbox pod did not become Ready within {timeout_ms}ms")
+}
+
+/// `{exitCode, signal: null, timedOut, stdout, stderr, metadata}`: every execute result past
+/// the lease-id check (G-exec2: Kubernetes exec reports no signal, so none is ever claimed). The
+/// output strings are moved in (`json!` would copy them, and stdout can be tens of MiB).
+fn execute_result(
+    exit_code: Value,
+    timed_out: bool,
+    stdout: String,
+    stderr: String,
+    metadata: Value,
+) -> Value {
+    let mut result = Map::new();
+    result.insert("exitCode".into(), exit_code);
+    result.insert("signal".into(), Value::Null);
+    result.insert("timedOut".into(), timed_out.into());
+    result.insert("stdout".into(), Value::String(stdout));
+    result.insert("stderr".into(), Value::String(stderr));
+    result.insert("metadata".into(), metadata);
+    Value::Object(result)
+}
+
+impl KubernetesProvider {
+    /// `onEnvironmentExecute`. Output is streamed to `sink.execution_log` as it arrives; the
+    /// streamed text equals the returned stdout/stderr (before the egress hint is appended).
+    pub async fn execute(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let config = match config_stage_of_execute(params)? {
+            ConfigStage::Return(result) => return Ok(result),
+            ConfigStage::Proceed(config) => config,
+        };
+        let lease_value = params.get("lease");
+        let lease = LeaseView::new(lease_value.and_then(|l| l.get("metadata")));
+        let lease_id =
+            value::to_string_or_undefined(lease_value.and_then(|l| l.get("providerLeaseId")));
+        let grant = lease.grant();
+        let namespace = lease.namespace(&config, params.get("companyId"))?;
+        let (backend, _) = lease.backend(&config);
+        let connection = self.connect(&config).await?;
+        let effective_timeout_ms = match params.get("timeoutMs").and_then(Value::as_f64) {
+            Some(ms) if ms > 0.0 => ms.ceil() as u64,
+            _ => (config.pod_activity_deadline_sec * 1000.0) as u64,
+        };
+        if backend == Backend::Job {
+            return self
+                .execute_job(
+                    &connection,
+                    &lease,
+                    &lease_id,
+                    &namespace,
+                    &grant,
+                    effective_timeout_ms,
+                    sink,
+                )
+                .await;
+        }
+
+        let api = connection.api.as_ref();
+        let orchestrator = WorkloadOrchestrator::SandboxCr(
+            self.lease_sandbox_api_version(&connection, &lease).await?,
+        );
+        let started = self.clock().now_ms();
+        let base_metadata = json!({
+            "provider": "kubernetes", "backend": "sandbox-cr",
+            "namespace": namespace, "sandboxName": lease_id,
+        });
+        if !self.ready().contains(&lease_id) {
+            let options = PollOptions {
+                timeout_ms: effective_timeout_ms,
+                poll_ms: EXECUTE_POLL_MS,
+            };
+            // Issue 15: the deadline holds even while one of the polls hangs (an API server
+            // that accepts the request and never answers): same result as a readiness timeout.
+            let wait =
+                orchestrator.wait_for_completion(api, self.clock(), &namespace, &lease_id, options);
+            let waited =
+                tokio::time::timeout(std::time::Duration::from_millis(effective_timeout_ms), wait)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ClusterError::SandboxReadyTimeout {
+                            namespace: namespace.clone(),
+                            name: lease_id.clone(),
+                            timeout_ms: effective_timeout_ms,
+                        })
+                    });
+            match waited {
+                Ok(_) => self.ready().insert(&lease_id),
+                Err(ClusterError::SandboxReadyTimeout { .. }) => {
+                    return Ok(execute_result(
+                        Value::Null,
+                        true,
+                        String::new(),
+                        sandbox_not_ready_message(effective_timeout_ms),
+                        base_metadata,
+                    ));
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        let mut pod_name = lease
+            .metadata
+            .and_then(|m| m.get("podName"))
+            .filter(|p| value::truthy(Some(p)))
+            .map(|p| value::to_string_or_undefined(Some(p)));
+        if pod_name.is_none() {
+            pod_name = orchestrator.find_pod(api, &namespace, &lease_id).await?;
+        }
+        let Some(pod_name) = pod_name.filter(|p| !p.is_empty()) else {
+            return Ok(execute_result(
+                json!(1),
+                false,
+                String::new(),
+                SANDBOX_POD_UNRESOLVED.into(),
+                base_metadata,
+            ));
+        };
+        let mut metadata = base_metadata;
+        metadata["podName"] = json!(pod_name);
+
+        let command = params
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| string::trim(c).to_string())
+            .unwrap_or_default();
+        let args: Vec<String> = params
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| value::to_string_or_undefined(Some(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let raw_args = params.get("args").and_then(Value::as_array);
+        let shell_script = match raw_args.map(Vec::as_slice) {
+            Some([flag, Value::String(script), ..]) if command == "sh" && flag == "-c" => {
+                Some(script.as_str())
+            }
+            _ => None,
+        };
+        if let Some(script) = shell_script {
+            match self.uploads().decide(&lease_id, script) {
+                UploadDecision::Ack { .. } => {
+                    metadata["fastUpload"] = json!("ack");
+                    return Ok(execute_result(
+                        json!(0),
+                        false,
+                        String::new(),
+                        String::new(),
+                        metadata,
+                    ));
+                }
+                UploadDecision::Flush {
+                    target_path,
+                    payload,
+                } => {
+                    metadata["fastUpload"] = json!("flush");
+                    let body = js_compat::base64::encode(&payload);
+                    let script = flush_script(&target_path, body.len());
+                    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
+                    let mut request = ExecRequest::new(&namespace, &pod_name, argv);
+                    request.stdin = body.into_bytes();
+                    let elapsed = self.clock().now_ms().saturating_sub(started);
+                    request.timeout_ms = effective_timeout_ms
+                        .saturating_sub(elapsed)
+                        .max(EXEC_FLOOR_MS);
+                    return Ok(match connection.exec.exec(request, None).await {
+                        Ok(output) => {
+                            metadata["uploadedBytes"] = json!(payload.len());
+                            execute_result(
+                                json!(output.exit_code),
+                                false,
+                                output.stdout,
+                                output.stderr,
+                                metadata,
+                            )
+                        }
+                        Err(err) => execute_result(
+                            Value::Null,
+                            true,
+                            String::new(),
+                            format!("fast-upload flush failed: {err}"),
+                            metadata,
+                        ),
+                    });
+                }
+                // 1bbb5810 does not branch on an over-cap `error`: the chunk command runs in
+                // the pod like any other.
+                UploadDecision::Error { .. } | UploadDecision::Passthrough { .. } => {}
+            }
+        }
+        let base_argv: Vec<String> = match (command.is_empty(), args.is_empty()) {
+            (false, false) => std::iter::once(command).chain(args).collect(),
+            (false, true) => vec!["/bin/sh".into(), "-lc".into(), command],
+            (true, _) => vec!["/bin/sh".into(), "-l".into()],
+        };
+        let argv = wrap_command_with_env(&base_argv, params.get("env"), params.get("cwd"));
+        let elapsed = self.clock().now_ms().saturating_sub(started);
+        let remaining = effective_timeout_ms
+            .saturating_sub(elapsed)
+            .max(EXEC_FLOOR_MS);
+        let mut request = ExecRequest::new(&namespace, &pod_name, argv);
+        request.stdin = params
+            .get("stdin")
+            .and_then(Value::as_str)
+            .map(|s| s.as_bytes().to_vec())
+            .unwrap_or_default();
+        request.timeout_ms = remaining;
+        // Issue 15: the result must fit the host's reply line; the live output has it all.
+        request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
+
+        // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
+        // stream down instead of letting output queue up here.
+        let (tap, mut chunks) = crate::exec::output_tap();
+        let run = connection.exec.exec(request, Some(tap));
+        let forward = async {
+            while let Some((stream, chunk)) = chunks.recv().await {
+                sink.execution_log(stream, chunk).await;
+            }
+        };
+        let (outcome, ()) = tokio::join!(run, forward);
+        Ok(match outcome {
+            Ok(output) => {
+                let explained = append_exit_status_hint(output.stderr.clone(), output.exit_code);
+                let stderr = append_network_egress_deny_hint(&explained, &grant);
+                // The notes are part of the result's stderr: stream them too, so the streamed
+                // text stays the returned text.
+                if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
+                    && !hint.is_empty()
+                {
+                    sink.execution_log(OutputStream::Stderr, hint.to_string())
+                        .await;
+                }
+                // Issue 15: only a cut result says so (the original's metadata has no such key).
+                let mut metadata = metadata;
+                if output.truncated {
+                    metadata["outputTruncated"] = json!(true);
+                }
+                execute_result(
+                    json!(output.exit_code),
+                    false,
+                    output.stdout,
+                    stderr,
+                    metadata,
+                )
+            }
+            Err(err) => execute_result(
+                Value::Null,
+                true,
+                String::new(),
+                append_network_egress_deny_hint(&err.to_string(), &grant),
+                metadata,
+            ),
+        })
+    }
+
+    /// The job backend's execute: waits for the Job and reports its whole log as stdout.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute_job(
+        &self,
+        connection: &Connection,
+        lease: &LeaseView<'_>,
+        lease_id: &str,
+        namespace: &str,
+        grant: &ScopedNetworkEgressGrant,
+        effective_timeout_ms: u64,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
+        let api = connection.api.as_ref();
+        let orchestrator = WorkloadOrchestrator::Job;
+        let options = PollOptions {
+            timeout_ms: effective_timeout_ms,
+            poll_ms: EXECUTE_POLL_MS,
+        };
+        let status = match orchestrator
+            .wait_for_completion(api, self.clock(), namespace, lease_id, options)
+            .await
+        {
+            Ok(status) => Some(status),
+            Err(ClusterError::JobTimeout { .. }) => None,
+            Err(err) => return Err(err.into()),
+        };
+        let pod_name = match lease.metadata.and_then(|m| m.get("podName")) {
+            Some(Value::String(name)) => Some(name.clone()),
+            _ => orchestrator.find_pod(api, namespace, lease_id).await?,
+        };
+        let mut stdout = String::new();
+        if let Some(pod) = pod_name.as_deref().filter(|p| !p.is_empty())
+            && let Some(log) = orchestrator.read_logs(api, namespace, pod).await?
+        {
+            sink.execution_log(OutputStream::Stdout, log.clone()).await;
+            stdout = log;
+        }
+        let timed_out = status.is_none();
+        let phase = status.as_ref().map(|s| s.phase.as_str());
+        let exit_code = match &status {
+            None => Value::Null,
+            Some(s) if s.phase.as_str() == "Succeeded" => json!(0),
+            Some(_) => json!(1),
+        };
+        Ok(execute_result(
+            exit_code,
+            timed_out,
+            stdout,
+            append_network_egress_deny_hint("", grant),
+            json!({
+                "provider": "kubernetes", "backend": "job", "namespace": namespace,
+                "jobName": lease_id, "podName": pod_name, "phase": phase,
+            }),
+        ))
+    }
+}

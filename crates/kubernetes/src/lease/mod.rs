@@ -1,0 +1,16 @@
+//! What a lease is made of before and besides the cluster: the checks acquire runs before any
+//! cluster access ([`precheck`]: everything that can refuse a lease without side effects), a
+//! requested lease deadline bounded by the provider ([`expiry`]), the tenant namespace of a
+//! company ([`namespace`]), the warnings of `egressMode: standard` ([`egress_warnings`]), and
+//! the per-worker lease state the hooks share ([`state`]).
+
+pub mod egress_warnings;
+pub mod expiry;
+pub mod namespace;
+pub mod precheck;
+pub mod state;
+
+pub use expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
+pub use namespace::{derive_company_slug, derive_tenant_namespace};
+pub use precheck::{AcquirePlan, JOB_BACKEND_CANNOT_HONOR_DEADLINE, prepare_acquire};
+pub use state::{ReadySet, UploadInterceptors};

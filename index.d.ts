@@ -10,114 +10,35 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Every hook method takes the hook's params as JSON text and returns its outcome,
- * `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
+ * Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
+ * holding a large string: as an object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
  */
-export declare class CreateOsProvider {
-  constructor(host?: HostCallbacks | undefined | null)
+export declare class NativeProvider {
+  /** The CreateOS provider (`crates/createos`), reporting to `host`. */
+  static createos(host?: HostCallbacks | undefined | null): NativeProvider
+  /** The Kubernetes provider (`crates/kubernetes`), reporting to `host`. */
+  static kubernetes(host?: HostCallbacks | undefined | null): NativeProvider
+  /**
+   * The `definePlugin` names of the hooks this provider implements (`onEnvironmentProbe`,
+   * ...): the methods the worker advertises, besides `setup` and `onShutdown`.
+   */
+  hooks(): Array<string>
   /** `setup`: called once the worker has its ctx. */
   setup(): string
-  /** `onHealth`. */
-  health(): string
-  /** `onEnvironmentValidateConfig`: synchronous, it never touches the network. */
-  validateConfig(params: string): string
-  /** `onEnvironmentProbe`. */
-  probe(params: string): Promise<string>
-  /** `onEnvironmentAcquireLease`. */
-  acquireLease(params: string): Promise<string>
-  /** `onEnvironmentResumeLease`. */
-  resumeLease(params: string): Promise<string>
-  /** `onEnvironmentReleaseLease`: resolves with nothing, as v0.3.0 does. */
-  releaseLease(params: string): Promise<string>
-  /** `onEnvironmentDestroyLease`: resolves with nothing, as v0.3.0 does. */
-  destroyLease(params: string): Promise<string>
-  /** `onEnvironmentRealizeWorkspace`. */
-  realizeWorkspace(params: string): Promise<string>
+  /**
+   * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
+   * Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
+   */
+  call(hook: string, params: unknown): Promise<string>
   /**
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
-   * the hook's async context by the worker.
+   * the hook's async context by plugin-kit; the result waits until every chunk of output has
+   * been handed to it.
    */
-  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string | { value: unknown }>
-  /** `onEnvironmentSyncIn`: host files into the sandbox workspace. */
-  syncIn(params: string): Promise<string>
-  /** `onEnvironmentSyncOut`: sandbox files back to the host. */
-  syncOut(params: string): Promise<string>
-  /** `onEnvironmentStartInteractiveSetup`. */
-  startInteractiveSetup(params: string): Promise<string>
-  /** `onEnvironmentGetInteractiveSetup`. */
-  getInteractiveSetup(params: string): Promise<string>
-  /** `onEnvironmentCancelInteractiveSetup`. */
-  cancelInteractiveSetup(params: string): Promise<string>
-  /** `onEnvironmentCaptureTemplate`. */
-  captureTemplate(params: string): Promise<string>
-  /** `onEnvironmentDeleteTemplate`. */
-  deleteTemplate(params: string): Promise<string>
-  /** `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`. */
-  loginPtyOpen(params: string): Promise<string>
-  /** `onLoginPtyInput`. */
-  loginPtyInput(params: string): Promise<string>
-  /** `onLoginPtyStop`. */
-  loginPtyStop(params: string): Promise<string>
-  /** `onLoginPtyClose`. */
-  loginPtyClose(params: string): Promise<string>
-  /** `onDuplexChannelOpen`: starts the command; bytes and exit reach `ctx.duplexChannel`. */
-  duplexChannelOpen(params: string): Promise<string>
-  /** `onDuplexChannelWrite`. */
-  duplexChannelWrite(params: string): Promise<string>
-  /** `onDuplexChannelStop`. */
-  duplexChannelStop(params: string): Promise<string>
-  /** `onDuplexChannelClose`. */
-  duplexChannelClose(params: string): Promise<string>
+  execute(params: unknown, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string | { value: unknown }>
   /** `onShutdown`: stops in-flight work within the host's grace period. */
   shutdown(): Promise<string>
 }
-export type JsCreateOsProvider = CreateOsProvider
-
-/**
- * Every hook method takes the hook's params as JSON text and returns its outcome,
- * `{value?, error?}`, as JSON text (see `outcome.rs`); plugin-kit does both conversions.
- */
-export declare class KubernetesProvider {
-  constructor(host?: HostCallbacks | undefined | null)
-  /** `setup`: called once the worker has its ctx. */
-  setup(): string
-  /** `onHealth`. */
-  health(): string
-  /** `onEnvironmentValidateConfig`: synchronous, it never touches a cluster. */
-  validateConfig(params: string): string
-  /** `onEnvironmentProbe`. */
-  probe(params: string): Promise<string>
-  /** `onEnvironmentAcquireLease`. */
-  acquireLease(params: string): Promise<string>
-  /** `onEnvironmentResumeLease`. */
-  resumeLease(params: string): Promise<string>
-  /** `onEnvironmentReleaseLease`. */
-  releaseLease(params: string): Promise<string>
-  /** `onEnvironmentDestroyLease`. */
-  destroyLease(params: string): Promise<string>
-  /** `onEnvironmentRealizeWorkspace`. */
-  realizeWorkspace(params: string): Promise<string>
-  /**
-   * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
-   * the hook's async context by the worker.
-   */
-  execute(params: string, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string | { value: unknown }>
-  /** `onEnvironmentSyncIn`: host files into the Sandbox pod (sandbox-cr backend). */
-  syncIn(params: string): Promise<string>
-  /** `onEnvironmentSyncOut`: pod files back to the host. */
-  syncOut(params: string): Promise<string>
-  /** `onLoginPtyOpen`: starts the login terminal; output and exit reach `ctx.loginPty`. */
-  loginPtyOpen(params: string): Promise<string>
-  /** `onLoginPtyInput`. */
-  loginPtyInput(params: string): Promise<string>
-  /** `onLoginPtyStop`. */
-  loginPtyStop(params: string): Promise<string>
-  /** `onLoginPtyClose`. */
-  loginPtyClose(params: string): Promise<string>
-  /** `onShutdown`. */
-  shutdown(): Promise<string>
-}
-export type JsKubernetesProvider = KubernetesProvider
 
 /** Panics inside an async call: the promise must reject, the worker must live on. */
 export declare function debugPanicAsync(message: string): Promise<string>
@@ -164,7 +85,7 @@ export declare function explainError(message: string): ExplainedError | null
 
 /**
  * The `ctx` callbacks a provider keeps. Every one is optional so that tests can pass a subset;
- * worker.js wraps each in a try/catch, so a throwing callback cannot crash the worker.
+ * plugin-kit wraps each in a try/catch, so a throwing callback cannot crash the worker.
  */
 export interface HostCallbacks {
   /** `(level, message)` for `ctx.logger`. */

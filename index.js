@@ -773,11 +773,8 @@ if (
   }
 }
 
-const { CreateOsProvider, JsCreateOsProvider, KubernetesProvider, JsKubernetesProvider, debugPanicAsync, debugPanicSync, debugStreamExecutionLog, explainError } = nativeBinding
-export { CreateOsProvider }
-export { JsCreateOsProvider }
-export { KubernetesProvider }
-export { JsKubernetesProvider }
+const { NativeProvider, debugPanicAsync, debugPanicSync, debugStreamExecutionLog, explainError } = nativeBinding
+export { NativeProvider }
 export { debugPanicAsync }
 export { debugPanicSync }
 export { debugStreamExecutionLog }

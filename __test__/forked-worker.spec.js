@@ -3,7 +3,11 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { explainError } from "../index.js";
 import { ForkedWorker } from "../lib/forked-worker.js";
+
+/** The catalogued refusal of params nested deeper than the bridge carries them. */
+const TOO_DEEP = "Hook params are nested too deeply: at most 127 levels of arrays and objects are accepted.";
 
 const providers = [
   {
@@ -98,6 +102,24 @@ describe.each(providers)("forked $plugin worker", (provider) => {
   it("rejects a bad config with the original's message", async () => {
     const result = await worker.call("environmentValidateConfig", { driverKey: provider.driverKey, config: provider.invalid });
     expect(result).toEqual({ ok: false, errors: provider.invalidErrors });
+  });
+
+  it("refuses deeply nested params with the catalogued message, never an engine or parser internal", async () => {
+    const nested = (levels) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
+    const paramsText = (levels) =>
+      `{"driverKey":${JSON.stringify(provider.driverKey)},"config":${JSON.stringify(provider.valid)},"nested":${nested(levels)}}`;
+    // 100,000 levels: deeper than JavaScript's JSON.stringify can go; 1,000 and 127 (128 with
+    // the params object): deeper than the JSON parser's limit.
+    for (const levels of [100_000, 1_000, 127]) {
+      for (const method of ["environmentValidateConfig", "environmentExecute"]) {
+        const response = await worker.request(method, undefined, { paramsText: paramsText(levels) });
+        expect(response.error?.message, `${method}, ${levels} levels`).toBe(TOO_DEEP);
+      }
+    }
+    expect(explainError(TOO_DEEP)?.code).toBe("CREATEOS_PARAMS_TOO_DEEP");
+    // 127 levels with the params object still cross.
+    const response = await worker.request("environmentValidateConfig", undefined, { paramsText: paramsText(126) });
+    expect(response.result?.ok).toBe(true);
   });
 
   it("refuses a hook it does not implement the way the SDK does", async () => {

@@ -131,15 +131,19 @@ export class JsonRpcPeer {
   /**
    * Sends a request and resolves with the whole response message ({result} or {error}).
    * `invocation` adds the host's `paperclipInvocation` envelope, as the host does for any call
-   * whose params carry a companyId.
+   * whose params carry a companyId. `paramsText` sends that JSON text as the params instead of
+   * `params` (params `JSON.stringify` could not write, such as very deeply nested ones).
    */
-  request(method, params, { invocation } = {}) {
+  request(method, params, { invocation, paramsText } = {}) {
     const id = this.#nextId++;
-    const message = { jsonrpc: "2.0", id, method, params };
+    const message = { jsonrpc: "2.0", id, method };
+    if (paramsText === undefined) message.params = params;
     if (invocation) message.paperclipInvocation = invocation;
+    let line = JSON.stringify(message);
+    if (paramsText !== undefined) line = `${line.slice(0, -1)},"params":${paramsText}}`;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      this.#output.write(`${JSON.stringify(message)}\n`);
+      this.#output.write(`${line}\n`);
     });
   }
 

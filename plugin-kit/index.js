@@ -8,7 +8,6 @@ import path from "node:path";
 
 const require = createRequire(import.meta.url);
 
-
 const NATIVE_PACKAGE = "paperclip-sandbox-native";
 
 /** `x86_64-unknown-linux-musl` -> `linux-x64-musl`: napi-rs' name for a target's package suffix. */
@@ -149,9 +148,6 @@ export function settle(outcome) {
   return value;
 }
 
-/** A hook's params as the JSON text the addon takes (`undefined` params become `null`). */
-const paramsJson = (params) => JSON.stringify(params ?? null);
-
 /** Runs a native call (sync or async) and settles its outcome, normalising any thrown error. */
 export async function invoke(call) {
   let outcome;
@@ -252,43 +248,12 @@ export function createHostBridge({ output = process.stdout } = {}) {
 
 
 /**
- * Each `definePlugin` hook a native provider can implement, and the provider method it forwards
- * to. Every method takes the hook's params and resolves with an outcome.
- */
-const NATIVE_METHODS = {
-  onHealth: "health",
-  onEnvironmentValidateConfig: "validateConfig",
-  onEnvironmentProbe: "probe",
-  onEnvironmentAcquireLease: "acquireLease",
-  onEnvironmentResumeLease: "resumeLease",
-  onEnvironmentReleaseLease: "releaseLease",
-  onEnvironmentDestroyLease: "destroyLease",
-  onEnvironmentRealizeWorkspace: "realizeWorkspace",
-  onEnvironmentExecute: "execute",
-  onEnvironmentSyncIn: "syncIn",
-  onEnvironmentSyncOut: "syncOut",
-  onEnvironmentStartInteractiveSetup: "startInteractiveSetup",
-  onEnvironmentGetInteractiveSetup: "getInteractiveSetup",
-  onEnvironmentCancelInteractiveSetup: "cancelInteractiveSetup",
-  onEnvironmentCaptureTemplate: "captureTemplate",
-  onEnvironmentDeleteTemplate: "deleteTemplate",
-  onLoginPtyOpen: "loginPtyOpen",
-  onLoginPtyInput: "loginPtyInput",
-  onLoginPtyStop: "loginPtyStop",
-  onLoginPtyClose: "loginPtyClose",
-  onDuplexChannelOpen: "duplexChannelOpen",
-  onDuplexChannelWrite: "duplexChannelWrite",
-  onDuplexChannelStop: "duplexChannelStop",
-  onDuplexChannelClose: "duplexChannelClose",
-};
-
-/**
  * The `definePlugin` definition of a native provider: `setup` and `onShutdown`, plus exactly the
- * hooks named in `hooks` (the host routes traffic by the methods a worker advertises, so a hook
- * is listed only once Rust implements it). Each hook forwards its params and returns the
- * provider's promise; execute also hands Rust the call's bound `ctx.execution.log`.
+ * hooks `provider.hooks()` names (the host routes traffic by the methods a worker advertises,
+ * and that list is the Rust hook table's). Each hook hands its params to `provider.call` and
+ * returns its promise; execute also hands Rust the call's bound `ctx.execution.log`.
  */
-export function nativePluginDefinition(provider, host, hooks) {
+export function nativePluginDefinition(provider, host) {
   const definition = {
     async setup(ctx) {
       host.attach(ctx);
@@ -299,15 +264,21 @@ export function nativePluginDefinition(provider, host, hooks) {
       host.detach();
     },
   };
-  for (const hook of hooks) {
-    const method = NATIVE_METHODS[hook];
-    if (!method || typeof provider[method] !== "function") {
-      throw new Error(`paperclip-sandbox-native: ${hook} has no native implementation`);
-    }
+  for (const hook of provider.hooks()) {
     definition[hook] =
       hook === "onEnvironmentExecute"
-        ? async (params) => invoke(() => provider.execute(paramsJson(params), host.executionLog()))
-        : async (params) => invoke(() => provider[method](paramsJson(params)));
+        ? async (params) => invoke(() => provider.execute(params, host.executionLog()))
+        : async (params) => invoke(() => provider.call(hook, params));
   }
   return definition;
+}
+
+/**
+ * A fresh plugin of one native provider: `create` builds the provider from its ctx callbacks
+ * (`(host) => NativeProvider.createos(host)`), so each plugin has its own ctx bridge, leases,
+ * sessions and caches.
+ */
+export function nativePlugin(definePlugin, create) {
+  const host = createHostBridge();
+  return definePlugin(nativePluginDefinition(create(host.callbacks), host));
 }

@@ -35,7 +35,7 @@ pub const BUDGET_BYTES: usize = 1024 * 1024;
 /// batching is for, so 64 KiB of them still make one trip.
 pub const BATCH_BYTES: usize = 64 * 1024;
 
-/// The bound `ctx.execution.log` of one execute call, as worker.js hands it to Rust: called with
+/// The bound `ctx.execution.log` of one execute call, as plugin-kit hands it to Rust: called with
 /// a flat `[stream, chunk, stream, chunk, ...]` batch, it returns nothing when the batch is on its
 /// way, or a promise that settles once the worker's stdout has drained.
 pub type ExecutionLogCallback =

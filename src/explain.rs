@@ -34,7 +34,7 @@ impl From<&error_catalog::Entry> for ExplainedError {
             provider: e.provider.key().to_owned(),
             kind: e.kind.key().to_owned(),
             template: e.template.to_owned(),
-            hooks: e.hooks.iter().map(|h| (*h).to_owned()).collect(),
+            hooks: e.hooks.iter().map(error_catalog::Raiser::text).collect(),
             meaning: e.meaning.to_owned(),
             causes: e.causes.iter().map(|c| (*c).to_owned()).collect(),
             fix: e.fix.to_owned(),

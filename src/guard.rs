@@ -12,6 +12,9 @@ use sandbox_core::ProviderError;
 use crate::outcome::Outcome;
 
 /// Installed once from `module_init`.
+// The addon's only write: one line per panic on stderr, which the host logs as a warning (never
+// stdout, the host's JSON-RPC channel).
+#[allow(clippy::print_stderr)]
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         eprintln!(

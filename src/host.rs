@@ -3,7 +3,7 @@
 //! Two lifetimes meet here. The logger, login-PTY and duplex callbacks live as long as the
 //! provider (they route by ids, not by async context), so they are *weak*: they never keep the
 //! worker alive after `shutdown`. The execution-log callback belongs to one execute call and was
-//! bound to that call's async context in worker.js (so the SDK stamps the host's invocation id on
+//! bound to that call's async context by plugin-kit (so the SDK stamps the host's invocation id on
 //! every chunk); it is *strong* and dropped when the call settles.
 //!
 //! Streamed output goes through [`crate::execution_log`], which batches and bounds it.
@@ -27,7 +27,7 @@ use crate::execution_log::{ExecutionLog, ExecutionLogCallback};
 type WeakCallback<Args> = ThreadsafeFunction<Args, (), Args, Status, false, true>;
 
 /// The `ctx` callbacks a provider keeps. Every one is optional so that tests can pass a subset;
-/// worker.js wraps each in a try/catch, so a throwing callback cannot crash the worker.
+/// plugin-kit wraps each in a try/catch, so a throwing callback cannot crash the worker.
 #[napi(object, object_to_js = false)]
 pub struct HostCallbacks {
     /// `(level, message)` for `ctx.logger`.

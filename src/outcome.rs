@@ -2,8 +2,9 @@
 //!
 //! Hook params and results are plain JSON (the host sends and receives them over JSON-RPC), and
 //! V8's `JSON.stringify` / `JSON.parse` build and read them several times faster than napi can
-//! walk or create an object property by property. So the facade hands each hook its params as
-//! one JSON string and parses one JSON string back; nothing else crosses per property.
+//! walk or create an object property by property. So each hook's params cross as one JSON
+//! string (`JSON.stringify`, called from [`crate::provider`]) and the facade parses one JSON
+//! string back; nothing else crosses per property.
 //!
 //! The one exception is an execute result carrying a large output string (CreateOS keeps up to
 //! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust
@@ -38,13 +39,14 @@ pub struct Outcome {
     pub error: Option<NativeError>,
 }
 
-/// A hook's params from the JSON text the facade sent, or the failed outcome's JSON text to
-/// return. The facade always sends `JSON.stringify(params ?? null)`, so a failure here is a bug
-/// in the facade, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
+/// A hook's params from their JSON text, or the failure to return. The text
+/// is always `JSON.stringify(params ?? null)` ([`crate::provider`]), so a failure here is a bug
+/// in the bridge, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
 /// `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node writes it
 /// wherever a string becomes UTF-8 ([`js_compat::json::lone_surrogates_replaced`]); that
-/// second pass runs only when the first parse failed.
-pub fn parse_params(text: &str) -> Result<Value, String> {
+/// second pass runs only when the first parse failed. Params nested deeper than the parser's
+/// limit fail with the catalogued [`sandbox_core::hook::PARAMS_TOO_DEEP`].
+pub fn parse_params(text: &str) -> Result<Value, ProviderError> {
     let parsed =
         serde_json::from_str(text).or_else(
             |error| match js_compat::json::lone_surrogates_replaced(text) {
@@ -53,10 +55,14 @@ pub fn parse_params(text: &str) -> Result<Value, String> {
             },
         );
     parsed.map_err(|error| {
-        Outcome::error(ProviderError::new(format!(
-            "paperclip-sandbox-native internal error: hook params are not JSON ({error})"
-        )))
-        .into_json()
+        // serde_json refuses a 128th level of nesting: params V8 could still stringify.
+        if error.to_string().starts_with("recursion limit exceeded") {
+            ProviderError::new(sandbox_core::hook::PARAMS_TOO_DEEP)
+        } else {
+            ProviderError::new(format!(
+                "paperclip-sandbox-native internal error: hook params are not JSON ({error})"
+            ))
+        }
     })
 }
 
@@ -120,30 +126,20 @@ impl From<ProviderResult<Option<Value>>> for Outcome {
 /// An execute hook's outcome on its way to JS: JSON text like every other hook's, except a
 /// successful result holding a large string, which becomes `{value}` built by napi (see the
 /// module docs). plugin-kit's `settle` takes either.
-pub enum ExecuteOutcome {
-    Json(String),
-    Outcome(Outcome),
-}
-
-impl From<Outcome> for ExecuteOutcome {
-    fn from(outcome: Outcome) -> Self {
-        ExecuteOutcome::Outcome(outcome)
-    }
-}
+pub struct ExecuteOutcome(pub Outcome);
 
 impl ToNapiValue for ExecuteOutcome {
     unsafe fn to_napi_value(env: sys::napi_env, outcome: Self) -> napi::Result<sys::napi_value> {
-        let text = match outcome {
-            ExecuteOutcome::Json(text) => text,
-            ExecuteOutcome::Outcome(Outcome {
+        let text = match outcome.0 {
+            Outcome {
                 value: Some(value),
                 error: None,
-            }) if holds_large_string(&value) => {
+            } if holds_large_string(&value) => {
                 let mut wrapper = serde_json::Map::new();
                 wrapper.insert("value".to_owned(), value);
                 return unsafe { Value::to_napi_value(env, Value::Object(wrapper)) };
             }
-            ExecuteOutcome::Outcome(outcome) => outcome.into_json(),
+            outcome => outcome.into_json(),
         };
         unsafe { String::to_napi_value(env, text) }
     }

@@ -1,11 +1,13 @@
 //! The hook surface of the CreateOS provider.
 //!
 //! Every hook takes the JSON params the host sent and a [`HostSink`] for what it reports while
-//! it runs. Failures carry exactly the catalogued message.
+//! it runs. Failures carry exactly the catalogued message. The [`Provider`] impl at the end is
+//! the provider's hook table: the hooks it implements, each with the method it forwards to.
 
 use std::sync::Arc;
 
-use sandbox_core::{HostSink, ProviderError, ProviderResult};
+use sandbox_core::hook::{resolves, resolves_maybe};
+use sandbox_core::{Hook, HookFuture, HostSink, Provider, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
 use crate::client::{Clients, HostApiKey};
@@ -253,6 +255,68 @@ impl CreateOsProvider {
     }
 }
 
+/// The hook table of the CreateOS provider: every hook it implements, and the method each one
+/// forwards to.
+impl Provider for CreateOsProvider {
+    fn setup(&self, sink: &dyn HostSink) {
+        CreateOsProvider::setup(self, sink);
+    }
+
+    fn call<'a>(
+        &'a self,
+        hook: Hook,
+        params: &'a Value,
+        sink: Arc<dyn HostSink>,
+    ) -> Option<HookFuture<'a>> {
+        Some(match hook {
+            Hook::Health => resolves(async move { Ok(self.health()) }),
+            Hook::ValidateConfig => resolves(async move { Ok(self.validate_config(params)) }),
+            Hook::Probe => resolves(async move { self.probe(params, &*sink).await }),
+            Hook::AcquireLease => resolves(async move { self.acquire_lease(params, &*sink).await }),
+            Hook::ResumeLease => resolves(async move { self.resume_lease(params, &*sink).await }),
+            Hook::ReleaseLease => {
+                resolves_maybe(async move { self.release_lease(params, &*sink).await })
+            }
+            Hook::DestroyLease => {
+                resolves_maybe(async move { self.destroy_lease(params, &*sink).await })
+            }
+            Hook::RealizeWorkspace => {
+                resolves(async move { self.realize_workspace(params, &*sink).await })
+            }
+            Hook::Execute => resolves(async move { self.execute(params, &*sink).await }),
+            Hook::SyncIn => resolves(async move { self.sync_in(params, &*sink).await }),
+            Hook::SyncOut => resolves(async move { self.sync_out(params, &*sink).await }),
+            Hook::StartInteractiveSetup => {
+                resolves(async move { self.start_interactive_setup(params, &*sink).await })
+            }
+            Hook::GetInteractiveSetup => {
+                resolves(async move { self.get_interactive_setup(params, &*sink).await })
+            }
+            Hook::CancelInteractiveSetup => {
+                resolves(async move { self.cancel_interactive_setup(params, &*sink).await })
+            }
+            Hook::CaptureTemplate => {
+                resolves(async move { self.capture_template(params, &*sink).await })
+            }
+            Hook::DeleteTemplate => {
+                resolves(async move { self.delete_template(params, &*sink).await })
+            }
+            Hook::LoginPtyOpen => resolves(self.login_pty_open(params, sink)),
+            Hook::LoginPtyInput => resolves_maybe(self.login_pty_input(params)),
+            Hook::LoginPtyStop => resolves_maybe(self.login_pty_stop(params)),
+            Hook::LoginPtyClose => resolves(self.login_pty_close(params)),
+            Hook::DuplexChannelOpen => resolves(self.duplex_channel_open(params, sink)),
+            Hook::DuplexChannelWrite => resolves_maybe(self.duplex_channel_write(params)),
+            Hook::DuplexChannelStop => resolves_maybe(self.duplex_channel_stop(params)),
+            Hook::DuplexChannelClose => resolves(self.duplex_channel_close(params)),
+        })
+    }
+
+    fn shutdown(&self) -> HookFuture<'_> {
+        resolves_maybe(CreateOsProvider::shutdown(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use sandbox_core::NullSink;
@@ -283,5 +347,12 @@ mod tests {
         is_send(&provider.cancel_interactive_setup(&params, &sink));
         is_send(&provider.capture_template(&params, &sink));
         is_send(&provider.delete_template(&params, &sink));
+    }
+
+    /// The exact hook list is asserted against the worker in the forked-worker suite; here,
+    /// that the table answers every hook (CreateOS implements all of them).
+    #[test]
+    fn the_hook_table_answers_every_hook() {
+        assert_eq!(Provider::hooks(&CreateOsProvider::new()), Hook::ALL);
     }
 }

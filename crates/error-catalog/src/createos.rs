@@ -1,6 +1,8 @@
 //! The CreateOS provider's messages, in the order of `shared/contract/createos-errors.txt`.
 
-use crate::{BLANK, Entry, Kind, Origin, Provider};
+use sandbox_core::Hook::*;
+
+use crate::{BLANK, Entry, Kind, Origin, Provider, Raiser, noted, on, other};
 
 const CREATEOS: Entry = Entry {
     provider: Provider::CreateOs,
@@ -9,114 +11,108 @@ const CREATEOS: Entry = Entry {
 
 /// Hooks that parse the environment config (validate returns the message in `errors[]`, the
 /// probe in its `summary`, every other hook rejects with it).
-const CONFIG: &[&str] = &[
-    "onEnvironmentValidateConfig",
-    "onEnvironmentProbe",
-    "onEnvironmentAcquireLease",
-    "onEnvironmentResumeLease",
-    "onEnvironmentReleaseLease",
-    "onEnvironmentDestroyLease",
-    "onEnvironmentRealizeWorkspace",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-    "onEnvironmentStartInteractiveSetup",
-    "onEnvironmentGetInteractiveSetup",
-    "onEnvironmentCaptureTemplate",
-    "onEnvironmentCancelInteractiveSetup",
-    "onEnvironmentDeleteTemplate",
+const CONFIG: &[Raiser] = &[
+    on(ValidateConfig),
+    on(Probe),
+    on(AcquireLease),
+    on(ResumeLease),
+    on(ReleaseLease),
+    on(DestroyLease),
+    on(RealizeWorkspace),
+    on(Execute),
+    on(SyncIn),
+    on(SyncOut),
+    on(StartInteractiveSetup),
+    on(GetInteractiveSetup),
+    on(CaptureTemplate),
+    on(CancelInteractiveSetup),
+    on(DeleteTemplate),
 ];
 
 /// Hooks that build an API client (and so resolve the API key).
-const CLIENT: &[&str] = &[
-    "onEnvironmentProbe",
-    "onEnvironmentAcquireLease",
-    "onEnvironmentResumeLease",
-    "onEnvironmentReleaseLease",
-    "onEnvironmentDestroyLease",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-    "onEnvironmentStartInteractiveSetup",
-    "onEnvironmentGetInteractiveSetup",
-    "onEnvironmentCaptureTemplate",
-    "onEnvironmentCancelInteractiveSetup",
-    "onEnvironmentDeleteTemplate",
+const CLIENT: &[Raiser] = &[
+    on(Probe),
+    on(AcquireLease),
+    on(ResumeLease),
+    on(ReleaseLease),
+    on(DestroyLease),
+    on(Execute),
+    on(SyncIn),
+    on(SyncOut),
+    on(StartInteractiveSetup),
+    on(GetInteractiveSetup),
+    on(CaptureTemplate),
+    on(CancelInteractiveSetup),
+    on(DeleteTemplate),
 ];
 
 /// Hooks that send API requests.
-const API: &[&str] = &[
-    "onEnvironmentProbe",
-    "onEnvironmentAcquireLease",
-    "onEnvironmentResumeLease",
-    "onEnvironmentReleaseLease",
-    "onEnvironmentDestroyLease",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-    "onEnvironmentStartInteractiveSetup",
-    "onEnvironmentGetInteractiveSetup",
-    "onEnvironmentCaptureTemplate",
-    "onEnvironmentCancelInteractiveSetup",
-    "onEnvironmentDeleteTemplate",
-    "onLoginPtyOpen",
-    "onDuplexChannelOpen",
+const API: &[Raiser] = &[
+    on(Probe),
+    on(AcquireLease),
+    on(ResumeLease),
+    on(ReleaseLease),
+    on(DestroyLease),
+    on(Execute),
+    on(SyncIn),
+    on(SyncOut),
+    on(StartInteractiveSetup),
+    on(GetInteractiveSetup),
+    on(CaptureTemplate),
+    on(CancelInteractiveSetup),
+    on(DeleteTemplate),
+    on(LoginPtyOpen),
+    on(DuplexChannelOpen),
 ];
 
 /// Hooks that create or fork a sandbox and bring it to `running`.
-const SANDBOX: &[&str] = &[
-    "onEnvironmentProbe",
-    "onEnvironmentAcquireLease",
-    "onEnvironmentResumeLease",
-    "onEnvironmentStartInteractiveSetup",
-    "onEnvironmentGetInteractiveSetup",
-    "onEnvironmentCaptureTemplate",
+const SANDBOX: &[Raiser] = &[
+    on(Probe),
+    on(AcquireLease),
+    on(ResumeLease),
+    on(StartInteractiveSetup),
+    on(GetInteractiveSetup),
+    on(CaptureTemplate),
 ];
 
 /// Hooks that run a command through the streaming exec endpoint.
-const STREAM: &[&str] = &[
-    "onEnvironmentProbe",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-];
+const STREAM: &[Raiser] = &[on(Probe), on(Execute), on(SyncIn), on(SyncOut)];
 
 /// Hooks that open a managed process (login PTY and duplex sessions).
-const PROCESS: &[&str] = &["onLoginPtyOpen", "onDuplexChannelOpen"];
+const PROCESS: &[Raiser] = &[on(LoginPtyOpen), on(DuplexChannelOpen)];
 
 /// The output follower of an open session: its failures end the session rather than reject
 /// the hook.
-const FOLLOW: &[&str] = &[
-    "onLoginPtyOpen (session output, after the hook returned)",
-    "onDuplexChannelOpen (session output, after the hook returned)",
+const FOLLOW: &[Raiser] = &[
+    noted(LoginPtyOpen, "(session output, after the hook returned)"),
+    noted(
+        DuplexChannelOpen,
+        "(session output, after the hook returned)",
+    ),
 ];
 
 /// Hooks that run both kinds of command stream.
-const ANY_STREAM: &[&str] = &[
-    "onEnvironmentProbe",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-    "onLoginPtyOpen",
-    "onDuplexChannelOpen",
+const ANY_STREAM: &[Raiser] = &[
+    on(Probe),
+    on(Execute),
+    on(SyncIn),
+    on(SyncOut),
+    on(LoginPtyOpen),
+    on(DuplexChannelOpen),
 ];
 
-const SYNC: &[&str] = &["onEnvironmentSyncIn", "onEnvironmentSyncOut"];
-const SYNC_IN: &[&str] = &["onEnvironmentSyncIn"];
-const SYNC_OUT: &[&str] = &["onEnvironmentSyncOut"];
-const TRACKED: &[&str] = &[
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-];
-const ACQUIRE: &[&str] = &["onEnvironmentProbe", "onEnvironmentAcquireLease"];
-const RELEASE: &[&str] = &["onEnvironmentReleaseLease", "onEnvironmentDestroyLease"];
-const SESSIONS: &[&str] = &[
-    "onLoginPtyStop",
-    "onLoginPtyClose",
-    "onDuplexChannelStop",
-    "onDuplexChannelClose",
-    "onEnvironmentReleaseLease",
+const SYNC: &[Raiser] = &[on(SyncIn), on(SyncOut)];
+const SYNC_IN: &[Raiser] = &[on(SyncIn)];
+const SYNC_OUT: &[Raiser] = &[on(SyncOut)];
+const TRACKED: &[Raiser] = &[on(Execute), on(SyncIn), on(SyncOut)];
+const ACQUIRE: &[Raiser] = &[on(Probe), on(AcquireLease)];
+const RELEASE: &[Raiser] = &[on(ReleaseLease), on(DestroyLease)];
+const SESSIONS: &[Raiser] = &[
+    on(LoginPtyStop),
+    on(LoginPtyClose),
+    on(DuplexChannelStop),
+    on(DuplexChannelClose),
+    on(ReleaseLease),
 ];
 
 const PROTOCOL_FIX: &str = "This is a provider-side protocol problem, not a configuration error: retry the call; if it repeats, check https://status.createos.sh or the status of your custom endpoint, and report it to CreateOS with the time and sandbox ID. Destroy the lease if the command may still be running.";
@@ -388,11 +384,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_ROOTFS_DEFAULT_INVALID",
         template: "CreateOS rootfs catalog did not provide a valid default.",
-        hooks: &[
-            "onEnvironmentProbe",
-            "onEnvironmentAcquireLease",
-            "onEnvironmentStartInteractiveSetup",
-        ],
+        hooks: &[on(Probe), on(AcquireLease), on(StartInteractiveSetup)],
         meaning: "No root filesystem was configured, so the plugin asked CreateOS for its default, and the catalog did not name one.",
         causes: &["The account or endpoint has no default rootfs."],
         fix: "Set `rootfs` (or `rootfsByAdapter` for this adapter, or `snapshot`) in the environment config to a root filesystem from the CreateOS catalog.",
@@ -401,11 +393,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_TEMPLATE_NOT_PAUSED",
         template: "CreateOS template sandbox must be paused before it can be forked.",
-        hooks: &[
-            "onEnvironmentProbe",
-            "onEnvironmentAcquireLease",
-            "onEnvironmentStartInteractiveSetup",
-        ],
+        hooks: &[on(Probe), on(AcquireLease), on(StartInteractiveSetup)],
         meaning: "The `snapshot` (or source template) sandbox is not paused; CreateOS can only fork a paused sandbox.",
         causes: &[
             "The template sandbox was resumed by hand (e.g. to inspect it) and left running.",
@@ -417,11 +405,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_FORK_CLEANUP_UNCONFIRMED",
         template: "CreateOS fork setup failed and cleanup is unconfirmed for sandbox ${id}.",
-        hooks: &[
-            "onEnvironmentProbe",
-            "onEnvironmentAcquireLease",
-            "onEnvironmentStartInteractiveSetup",
-        ],
+        hooks: &[on(Probe), on(AcquireLease), on(StartInteractiveSetup)],
         meaning: "A sandbox was forked from the template but could not be started or configured, and deleting it also failed. The named sandbox may still exist and bill.",
         causes: &[
             "A CreateOS outage or network failure during fork setup.",
@@ -445,12 +429,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_COMMAND_NUL",
         template: "Sandbox command values cannot contain NUL.",
-        hooks: &[
-            "onEnvironmentExecute",
-            "onEnvironmentSyncIn",
-            "onEnvironmentSyncOut",
-            "onLoginPtyOpen",
-        ],
+        hooks: &[on(Execute), on(SyncIn), on(SyncOut), on(LoginPtyOpen)],
         meaning: "A command, argument, environment value, working directory or path contains a NUL character, which a shell cannot carry.",
         causes: &[
             "Binary data or a C-string terminator passed as a command argument or env value.",
@@ -461,7 +440,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_COMMAND_REQUIRED",
         template: "A sandbox command is required.",
-        hooks: &["onEnvironmentExecute"],
+        hooks: &[on(Execute)],
         meaning: "An execute call arrived with an empty command.",
         causes: &["The caller passed `command: \"\"` or no command."],
         fix: "Pass the program to run in `command` (and its arguments in `args`).",
@@ -470,7 +449,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_ENV_VAR_INVALID",
         template: "Invalid sandbox environment variable.",
-        hooks: &["onEnvironmentExecute"],
+        hooks: &[on(Execute)],
         meaning: "An environment variable for the command has an invalid name or a non-string value.",
         causes: &[
             "A name with `-`, `.`, spaces, or a leading digit.",
@@ -675,7 +654,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_PIPE_PROCESS_PTY_OUTPUT",
         template: "CreateOS pipe process returned PTY output.",
         kind: Kind::Internal,
-        hooks: &["execute (managed-process command; not used by the hooks in this version)"],
+        hooks: &[other(
+            "execute (managed-process command; not used by the hooks in this version)",
+        )],
         meaning: "A process started without a terminal sent terminal (PTY) output.",
         causes: &["A CreateOS API defect."],
         fix: PROTOCOL_FIX,
@@ -685,7 +666,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_PROCESS_ENDED_BEFORE_CONNECT",
         template: "CreateOS process ended before its output stream connected.",
         kind: Kind::Internal,
-        hooks: &["execute (managed-process command; not used by the hooks in this version)"],
+        hooks: &[other(
+            "execute (managed-process command; not used by the hooks in this version)",
+        )],
         meaning: "A managed command finished before the plugin attached to its output.",
         causes: &[
             "A CreateOS API defect (the command is gated and cannot start before the connection).",
@@ -697,7 +680,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_PROCESS_CREATION_UNCONFIRMED",
         template: "CreateOS process creation could not be confirmed; destroy the lease before reusing it.",
         kind: Kind::Internal,
-        hooks: &["execute (managed-process command; not used by the hooks in this version)"],
+        hooks: &[other(
+            "execute (managed-process command; not used by the hooks in this version)",
+        )],
         meaning: "The request to start a process failed in a way that leaves open whether the process runs.",
         causes: &["A timeout, network failure or 5xx while creating the process."],
         fix: "Destroy the lease (not just release it) so no stray process survives, then acquire a fresh one.",
@@ -707,7 +692,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_PROCESS_TREE_NOT_EXITED",
         template: "Process tree has not exited.",
         kind: Kind::Internal,
-        hooks: &["execute (internal; reported as CREATEOS_COMMAND_CLEANUP_FAILED)"],
+        hooks: &[other(
+            "execute (internal; reported as CREATEOS_COMMAND_CLEANUP_FAILED)",
+        )],
         meaning: "Internal: killing a process did not confirm that its process tree exited. It is never shown on its own; it becomes `CreateOS command cleanup failed; process termination is unconfirmed.`",
         causes: &["A process that ignores SIGTERM/SIGKILL or a CreateOS API defect."],
         fix: "Destroy the lease so the sandbox and every process in it are removed.",
@@ -717,7 +704,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_COMMAND_CLEANUP_FAILED",
         template: "CreateOS command cleanup failed; process termination is unconfirmed.",
         kind: Kind::Internal,
-        hooks: &["execute (managed-process command; not used by the hooks in this version)"],
+        hooks: &[other(
+            "execute (managed-process command; not used by the hooks in this version)",
+        )],
         meaning: "After a command ended early, the plugin could not confirm that its processes were killed.",
         causes: &["The kill request failed (network, 5xx) or the process tree survived it."],
         fix: "Destroy the lease before reusing it, so no stray process keeps running.",
@@ -740,8 +729,8 @@ pub(crate) const ENTRIES: &[Entry] = &[
         template: "CreateOS managed process was stopped.",
         kind: Kind::Internal,
         hooks: &[
-            "onLoginPtyStop",
-            "onDuplexChannelStop (internal abort reason)",
+            on(LoginPtyStop),
+            noted(DuplexChannelStop, "(internal abort reason)"),
         ],
         meaning: "Internal: the reason a session's output follower is aborted after a stop. The host sees the session exit with code null, not this text.",
         causes: &["The session was stopped or closed on purpose."],
@@ -867,11 +856,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_WORKSPACE_PREPARATION_FAILED",
         template: "CreateOS workspace preparation failed; the image must provide Bash.",
-        hooks: &[
-            "onEnvironmentProbe",
-            "onEnvironmentAcquireLease",
-            "onEnvironmentStartInteractiveSetup",
-        ],
+        hooks: &[on(Probe), on(AcquireLease), on(StartInteractiveSetup)],
         meaning: "The new sandbox could not create `/paperclip-workspace` with `/bin/bash -lc mkdir -p`. The sandbox was deleted again.",
         causes: &[
             "The rootfs or snapshot has no `/bin/bash` (Alpine/distroless images).",
@@ -883,7 +868,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_SETUP_IDENTITY_UNVERIFIED",
         template: "CreateOS setup sandbox identity could not be verified.",
-        hooks: &["onEnvironmentCaptureTemplate"],
+        hooks: &[on(CaptureTemplate)],
         meaning: "Before capturing a template, the setup sandbox's marker file did not match: it may not be the sandbox this setup created.",
         causes: &[
             "The marker file `/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease` was deleted or changed during interactive setup.",
@@ -960,11 +945,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_LEASE_NOT_IN_ENVIRONMENT",
         template: "CreateOS lease does not belong to this environment.",
-        hooks: &[
-            "onEnvironmentResumeLease",
-            "onEnvironmentReleaseLease",
-            "onEnvironmentDestroyLease",
-        ],
+        hooks: &[on(ResumeLease), on(ReleaseLease), on(DestroyLease)],
         meaning: "The lease's metadata names another company, environment or API URL than the call.",
         causes: &[
             "The environment's `apiUrl` changed after the lease was acquired.",
@@ -987,7 +968,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_PROCESS_CLEANUP_UNCONFIRMED",
         template: "CreateOS process cleanup is unconfirmed; destroy this lease before reusing it.",
-        hooks: &["onEnvironmentReleaseLease"],
+        hooks: &[on(ReleaseLease)],
         meaning: "A keep-warm release (reuseLease) was refused because an earlier process cleanup on this lease could not be confirmed; keeping the sandbox could keep a stray process running.",
         causes: &["A login PTY or duplex session whose stop did not confirm process termination."],
         fix: "Destroy this lease (onEnvironmentDestroyLease) and acquire a fresh one.",
@@ -997,7 +978,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_COMMAND_PROBE_FAILED",
         template: "CreateOS command probe failed.",
         kind: Kind::Returned,
-        hooks: &["onEnvironmentProbe"],
+        hooks: &[on(Probe)],
         meaning: "The probe created a sandbox, but the test command (`echo paperclip-createos-ready`) timed out, exited non-zero or printed something else. Returned as the probe summary.",
         causes: &[
             "The rootfs lacks `/bin/bash` or `/bin/echo`.",
@@ -1009,7 +990,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_LEASE_CLEANUP_BEFORE_RESUME",
         template: "CreateOS lease cleanup must finish before resume.",
-        hooks: &["onEnvironmentResumeLease"],
+        hooks: &[on(ResumeLease)],
         meaning: "The lease is being released, or its cleanup is unconfirmed, so it cannot be resumed.",
         causes: &[
             "A resume raced with a release.",
@@ -1021,7 +1002,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_WORKSPACE_LEASE_MISMATCH",
         template: "CreateOS workspace requires a lease from this environment.",
-        hooks: &["onEnvironmentRealizeWorkspace"],
+        hooks: &[on(RealizeWorkspace)],
         meaning: "The realize call has no lease ID, or its lease belongs to another company, environment or API URL.",
         causes: &[
             "The environment's `apiUrl` changed after the lease was acquired.",
@@ -1033,7 +1014,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_SOURCE_TEMPLATE_KIND_UNSUPPORTED",
         template: "CreateOS can start from snapshot templates only, not ${sourceTemplateKind}.",
-        hooks: &["onEnvironmentStartInteractiveSetup"],
+        hooks: &[on(StartInteractiveSetup)],
         meaning: "Interactive setup was asked to start from a template kind other than `snapshot`.",
         causes: &["A template captured by another provider (e.g. an image template)."],
         fix: "Start from a CreateOS snapshot template, or from scratch (no source template).",
@@ -1042,7 +1023,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_INTERACTIVE_SETUP_CLEANUP_UNCONFIRMED",
         template: "CreateOS interactive setup failed and cleanup is unconfirmed for sandbox ${sandboxId}.",
-        hooks: &["onEnvironmentStartInteractiveSetup"],
+        hooks: &[on(StartInteractiveSetup)],
         meaning: "Preparing the interactive setup sandbox failed and deleting it also failed. It may still exist and bill.",
         causes: &["A CreateOS outage or timeout during setup."],
         fix: "Delete the named sandbox in the CreateOS dashboard (or `DELETE /v1/sandboxes/<id>` on the API), then start the setup again.",
@@ -1052,9 +1033,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_SETUP_NOT_IN_ENVIRONMENT",
         template: "CreateOS setup sandbox does not belong to this environment.",
         hooks: &[
-            "onEnvironmentGetInteractiveSetup",
-            "onEnvironmentCaptureTemplate",
-            "onEnvironmentCancelInteractiveSetup",
+            on(GetInteractiveSetup),
+            on(CaptureTemplate),
+            on(CancelInteractiveSetup),
         ],
         meaning: "The setup session's metadata names another company, environment, API URL or sandbox.",
         causes: &[
@@ -1067,7 +1048,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_CAPTURE_WITHOUT_SETUP_LEASE",
         template: "Cannot capture a CreateOS template without a setup sandbox lease.",
-        hooks: &["onEnvironmentCaptureTemplate"],
+        hooks: &[on(CaptureTemplate)],
         meaning: "Capture was called without the setup sandbox's ID.",
         causes: &["The setup was never started, or already cancelled or timed out."],
         fix: "Start an interactive setup, finish it, then capture with the session it returned.",
@@ -1076,7 +1057,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_CAPTURE_TIMEOUT_INVALID",
         template: "Invalid CreateOS template capture timeout.",
-        hooks: &["onEnvironmentCaptureTemplate"],
+        hooks: &[on(CaptureTemplate)],
         meaning: "The capture's `timeoutMs` is not an integer between 1 and 86400000.",
         causes: &["Zero, negative, fractional or string timeout."],
         fix: "Pass an integer `timeoutMs`, or omit it to use the environment's.",
@@ -1085,7 +1066,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_DELETE_TEMPLATE_KIND_UNSUPPORTED",
         template: "CreateOS can delete snapshot templates only, not ${templateKind}.",
-        hooks: &["onEnvironmentDeleteTemplate"],
+        hooks: &[on(DeleteTemplate)],
         meaning: "A template of another kind than `snapshot` was passed for deletion.",
         causes: &["A template captured by another provider."],
         fix: "Delete the template through the provider that captured it.",
@@ -1094,7 +1075,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_LOGIN_ROUTE_OPEN",
         template: "CreateOS login route is already open.",
-        hooks: &["onLoginPtyOpen"],
+        hooks: &[on(LoginPtyOpen)],
         meaning: "A login PTY is already open on this host route.",
         causes: &["A second open for the same route, e.g. after a page reload."],
         fix: "Close the existing login session (onLoginPtyClose) before opening another on the route.",
@@ -1103,7 +1084,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_LOGIN_HOME_INVALID",
         template: "CreateOS login session home is invalid.",
-        hooks: &["onLoginPtyOpen"],
+        hooks: &[on(LoginPtyOpen)],
         meaning: "The login session home is not `/tmp/paperclip-adapter-login/<uuid>`.",
         causes: &["A host that passes its own path as sessionHome."],
         fix: "Open login sessions through Paperclip, which passes `/tmp/paperclip-adapter-login/<uuid>`.",
@@ -1112,7 +1093,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_LOGIN_HOME_PREPARATION_FAILED",
         template: "CreateOS login home preparation failed.",
-        hooks: &["onLoginPtyOpen"],
+        hooks: &[on(LoginPtyOpen)],
         meaning: "Creating the login session's home directory in the sandbox failed.",
         causes: &[
             "`/tmp` is full or read-only in the sandbox.",
@@ -1124,7 +1105,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_DUPLEX_ROUTE_OPEN",
         template: "CreateOS duplex route is already open.",
-        hooks: &["onDuplexChannelOpen"],
+        hooks: &[on(DuplexChannelOpen)],
         meaning: "A duplex channel is already open on this host route.",
         causes: &["A second open for the same route."],
         fix: "Close the existing channel (onDuplexChannelClose) before opening another on the route.",
@@ -1133,7 +1114,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_DUPLEX_COMMAND_INVALID",
         template: "CreateOS duplex command is invalid.",
-        hooks: &["onDuplexChannelOpen"],
+        hooks: &[on(DuplexChannelOpen)],
         meaning: "The duplex channel's command is empty or an element is empty or contains NUL.",
         causes: &["An empty `command` array or empty strings in it."],
         fix: "Pass the program and its arguments as a non-empty array of non-empty strings.",
@@ -1143,7 +1124,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_CONFIG_INVALID",
         template: "Invalid CreateOS configuration.",
         kind: Kind::Returned,
-        hooks: &["onEnvironmentValidateConfig"],
+        hooks: &[on(ValidateConfig)],
         meaning: "Validation failed with something that is not an ordinary error, so no specific message is available.",
         causes: &["A config value whose inspection itself failed (e.g. a hostile object)."],
         fix: "Rewrite the environment config as plain JSON (strings, numbers, booleans, arrays, objects) and validate again.",
@@ -1153,7 +1134,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_PROBE_FAILED",
         template: "CreateOS probe failed.",
         kind: Kind::Returned,
-        hooks: &["onEnvironmentProbe"],
+        hooks: &[on(Probe)],
         meaning: "The probe failed with something that is not an ordinary error, so no specific message is available.",
         causes: &["An unexpected failure inside the probe."],
         fix: "Probe again; if it repeats, check the worker log for details and report it.",
@@ -1163,7 +1144,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_JS_PROPERTY_OF_NULLISH",
         template: "Cannot read properties of ${receiver} (reading '${property}')",
-        hooks: &["any hook of either provider, for a parameter that is null or missing"],
+        hooks: &[other(
+            "any hook of either provider, for a parameter that is null or missing",
+        )],
         meaning: "A hook parameter that must be an object (the lease, the workspace, a session) is null or undefined, so reading one of its fields fails; the text is V8's TypeError.",
         causes: &[
             "A host or script calling the hook without the parameter named in the message, or with null.",
@@ -1175,7 +1158,9 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_JS_NOT_A_FUNCTION",
         template: "${value} is not a function",
-        hooks: &["any hook of either provider, for a parameter of the wrong type"],
+        hooks: &[other(
+            "any hook of either provider, for a parameter of the wrong type",
+        )],
         meaning: "A hook parameter that must be a string (or array) has another type, so calling one of its methods fails; the text is V8's TypeError.",
         causes: &[
             "A number, boolean or object where the host contract has a string, e.g. a numeric company id.",
@@ -1185,13 +1170,23 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ..CREATEOS
     },
     Entry {
+        code: "CREATEOS_PARAMS_TOO_DEEP",
+        template: "Hook params are nested too deeply: at most 127 levels of arrays and objects are accepted.",
+        hooks: &[other(
+            "any hook of either provider, for params nested more than 127 levels deep",
+        )],
+        meaning: "The hook's params hold arrays or objects nested more than 127 levels deep, which the bridge between the worker's JavaScript and the Rust provider does not carry; the hook did nothing.",
+        causes: &[
+            "A script or a hostile caller sending deliberately nested params (no host or agent writes params this deep).",
+        ],
+        fix: "Send params with at most 127 levels of nested arrays and objects; the host contract's params are a few levels deep.",
+        origin: Origin::Addition(PARAMS_DEPTH),
+        ..CREATEOS
+    },
+    Entry {
         code: "CREATEOS_JS_NOT_ITERABLE",
         template: "${value} is not iterable",
-        hooks: &[
-            "onEnvironmentExecute",
-            "onEnvironmentSyncIn",
-            "onEnvironmentSyncOut",
-        ],
+        hooks: &[on(Execute), on(SyncIn), on(SyncOut)],
         meaning: "A hook parameter that must be an array (`args`, `operations`, `files`) is something else; the text is V8's TypeError.",
         causes: &["An object or string where the host contract has an array."],
         fix: "Pass the parameter as a JSON array.",
@@ -1201,7 +1196,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_NODE_INVALID_BUFFER_ARG",
         template: "The first argument must be of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object. ${received}",
-        hooks: &["onLoginPtyInput", "onDuplexChannelWrite"],
+        hooks: &[on(LoginPtyInput), on(DuplexChannelWrite)],
         meaning: "Terminal or channel input is not a string; the text is Node's ERR_INVALID_ARG_TYPE from `Buffer.from`.",
         causes: &["Input data sent as a number, boolean or object."],
         fix: "Send the input as a string.",
@@ -1275,7 +1270,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_DUPLEX_DATA_NOT_BASE64",
         template: "CreateOS duplex write data is not canonical base64.",
-        hooks: &["onDuplexChannelWrite"],
+        hooks: &[on(DuplexChannelWrite)],
         meaning: "The data of a duplex channel write is not canonical base64, so it cannot be decoded to the bytes to send.",
         causes: &["Data sent as plain text, or base64 with stray characters or wrong padding."],
         fix: "Send duplex data as canonical (padded, standard-alphabet) base64.",
@@ -1288,7 +1283,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_PROBE_SUCCEEDED",
         kind: Kind::Returned,
         template: "CreateOS sandbox creation and command execution succeeded.",
-        hooks: &["onEnvironmentProbe"],
+        hooks: &[on(Probe)],
         meaning: "The probe's summary when it could create a sandbox and run a command in it: the environment works.",
         causes: &["A working CreateOS environment."],
         fix: "Nothing to fix: the environment is ready to use.",
@@ -1299,7 +1294,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "CREATEOS_HEALTHY",
         kind: Kind::Returned,
         template: "CreateOS provider loaded; probe an environment to check connectivity.",
-        hooks: &["onHealth"],
+        hooks: &[on(Health)],
         meaning: "The health check's message: the worker runs; it makes no API call, so it says nothing about an environment.",
         causes: &["A running CreateOS worker."],
         fix: "Nothing to fix; probe an environment to check it can reach CreateOS.",
@@ -1309,7 +1304,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_ACQUIRE_STOPPED_BY_SHUTDOWN",
         template: "CreateOS lease acquisition was stopped by worker shutdown; nothing was left behind.",
-        hooks: &["onEnvironmentAcquireLease", "onEnvironmentProbe"],
+        hooks: &[on(AcquireLease), on(Probe)],
         meaning: "The plugin worker began shutting down while this acquire (or probe) was in flight, or before it started; the sandbox it had created, if any, was deleted before the worker exited.",
         causes: &[
             "The host stopped or restarted the plugin (upgrade, disable, host shutdown) during a run start or an environment test.",
@@ -1321,7 +1316,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "CREATEOS_CREATION_CLEANUP_UNCONFIRMED",
         template: "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete any sandbox labelled paperclip.ai/acquisition-id=${acquisitionId}.",
-        hooks: &["onEnvironmentAcquireLease", "onEnvironmentProbe"],
+        hooks: &[on(AcquireLease), on(Probe)],
         meaning: "Creating (or forking) the lease's sandbox failed without a definite answer (the reply was lost, cut, garbled or a 5xx, or the deadline passed), so the sandbox may exist; finding it by its acquisition label, or deleting it, failed as well.",
         causes: &[
             "The CreateOS API became unreachable or returned errors while the create was answered and again during the cleanup lookup.",
@@ -1346,6 +1341,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
 ];
 
+const PARAMS_DEPTH: &str = "Added by this implementation: the bridge carries params up to 127 levels deep; deeper params fail with this message instead of the JavaScript engine's `Maximum call stack size exceeded` or the JSON parser's recursion limit.";
 const JS_RUNTIME: &str = "The original raises this as a JavaScript runtime error for a malformed hook parameter; reproduced with the runtime's exact text, as the host would see it from the original.";
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
 const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::{Entry, Provider, provider_entries};
+use crate::{Entry, Provider, Raiser, provider_entries};
 
 /// Renders the whole error reference as Markdown. Deterministic: the same table always gives
 /// the same bytes, so a test can tell when the checked-in file is stale.
@@ -79,7 +79,7 @@ fn render_entry(out: &mut String, e: &Entry) {
         e.provider.title(),
         kind_text(e)
     );
-    let hooks: Vec<String> = e.hooks.iter().map(|h| hook_text(h)).collect();
+    let hooks: Vec<String> = e.hooks.iter().map(hook_text).collect();
     let _ = writeln!(out, "- **Raised by:** {}", hooks.join(", "));
     let origin = match e.origin {
         crate::Origin::Contract => "the original's contract list".to_string(),
@@ -94,12 +94,16 @@ fn render_entry(out: &mut String, e: &Entry) {
     let _ = writeln!(out, "\n**Fix.** {}\n", e.fix);
 }
 
-/// `onHook` → code; `onHook (note)` → code and the note; free text stays text.
-fn hook_text(hook: &str) -> String {
-    match hook.split_once(' ') {
-        None => format!("`{hook}`"),
-        Some((name, note)) if note.starts_with('(') => format!("`{name}` {note}"),
-        Some(_) => hook.to_owned(),
+/// A hook as code, with its note; a routine named before a parenthesised note as code too
+/// (`execute (…)`); other text stays text.
+fn hook_text(raiser: &Raiser) -> String {
+    match raiser {
+        Raiser::Hook(hook) => format!("`{hook}`"),
+        Raiser::Noted(hook, note) => format!("`{hook}` {note}"),
+        Raiser::Other(text) => match text.split_once(' ') {
+            Some((name, note)) if note.starts_with('(') => format!("`{name}` {note}"),
+            _ => (*text).to_owned(),
+        },
     }
 }
 

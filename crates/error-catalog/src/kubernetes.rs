@@ -1,6 +1,8 @@
 //! The Kubernetes provider's messages, in the order of `shared/contract/kubernetes-errors.txt`.
 
-use crate::{BLANK, Entry, Kind, Origin, Provider};
+use sandbox_core::Hook::*;
+
+use crate::{BLANK, Entry, Kind, Origin, Provider, Raiser, on, other};
 
 const K8S: Entry = Entry {
     provider: Provider::Kubernetes,
@@ -10,48 +12,50 @@ const K8S: Entry = Entry {
 /// Hooks that parse the environment config with the zod schema: validate returns the messages
 /// in `errors[]`, the probe in `metadata.errors[]`, the others reject with a ZodError whose
 /// message is the JSON list of issues.
-const CONFIG: &[&str] = &[
-    "onEnvironmentValidateConfig",
-    "onEnvironmentProbe",
-    "onEnvironmentAcquireLease",
-    "onEnvironmentResumeLease",
-    "onEnvironmentReleaseLease",
-    "onEnvironmentDestroyLease",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
+const CONFIG: &[Raiser] = &[
+    on(ValidateConfig),
+    on(Probe),
+    on(AcquireLease),
+    on(ResumeLease),
+    on(ReleaseLease),
+    on(DestroyLease),
+    on(Execute),
+    on(SyncIn),
+    on(SyncOut),
 ];
-const SYNC: &[&str] = &["onEnvironmentSyncIn", "onEnvironmentSyncOut"];
-const SYNC_IN: &[&str] = &["onEnvironmentSyncIn"];
-const SYNC_OUT: &[&str] = &["onEnvironmentSyncOut"];
-const ACQUIRE: &[&str] = &["onEnvironmentAcquireLease"];
-const EXECUTE: &[&str] = &["onEnvironmentExecute"];
-const RESUME: &[&str] = &["onEnvironmentResumeLease"];
-const LOGIN: &[&str] = &["onLoginPtyOpen"];
+const SYNC: &[Raiser] = &[on(SyncIn), on(SyncOut)];
+const SYNC_IN: &[Raiser] = &[on(SyncIn)];
+const SYNC_OUT: &[Raiser] = &[on(SyncOut)];
+const ACQUIRE: &[Raiser] = &[on(AcquireLease)];
+const EXECUTE: &[Raiser] = &[on(Execute)];
+const RESUME: &[Raiser] = &[on(ResumeLease)];
+const LOGIN: &[Raiser] = &[on(LoginPtyOpen)];
 /// Hooks that build a Kubernetes client from the environment's kubeconfig (the probe returns
 /// the message as `metadata.error`).
-const K8S_CLIENT: &[&str] = &[
-    "onEnvironmentProbe",
-    "onEnvironmentAcquireLease",
-    "onEnvironmentResumeLease",
-    "onEnvironmentReleaseLease",
-    "onEnvironmentDestroyLease",
-    "onEnvironmentExecute",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-    "onLoginPtyOpen",
+const K8S_CLIENT: &[Raiser] = &[
+    on(Probe),
+    on(AcquireLease),
+    on(ResumeLease),
+    on(ReleaseLease),
+    on(DestroyLease),
+    on(Execute),
+    on(SyncIn),
+    on(SyncOut),
+    on(LoginPtyOpen),
 ];
-const READY_WAIT: &[&str] = &[
-    "onEnvironmentExecute",
-    "onEnvironmentResumeLease",
-    "onEnvironmentSyncIn",
-    "onEnvironmentSyncOut",
-    "onLoginPtyOpen",
+const READY_WAIT: &[Raiser] = &[
+    on(Execute),
+    on(ResumeLease),
+    on(SyncIn),
+    on(SyncOut),
+    on(LoginPtyOpen),
 ];
-const NOT_WIRED: &[&str] =
-    &["none in this plugin version (library routine not wired into the hooks)"];
-const REPOSITORY: &[&str] =
-    &["none in this plugin version (sandbox-repository realization, not wired into the hooks)"];
+const NOT_WIRED: &[Raiser] = &[other(
+    "none in this plugin version (library routine not wired into the hooks)",
+)];
+const REPOSITORY: &[Raiser] = &[other(
+    "none in this plugin version (sandbox-repository realization, not wired into the hooks)",
+)];
 
 const SCRIPT_FIX: &str = "Look at the full `Kubernetes … failed (exit N): TOKEN` message for which transfer failed, then check the pod with `kubectl exec`: the workspace remote dir must exist, be writable and contain no symlinks leading outside it; the image needs a POSIX shell, coreutils (`realpath` or `readlink`, `mkdir`, `mv`, `chmod`, `cp`) and `tar`.";
 
@@ -139,14 +143,14 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_KUBECONFIG_MISSING",
         template: "createKubeConfig requires either inCluster=true or a kubeconfig string",
         hooks: &[
-            "onEnvironmentProbe",
-            "onEnvironmentAcquireLease",
-            "onEnvironmentResumeLease",
-            "onEnvironmentReleaseLease",
-            "onEnvironmentDestroyLease",
-            "onEnvironmentExecute",
-            "onEnvironmentSyncIn",
-            "onEnvironmentSyncOut",
+            on(Probe),
+            on(AcquireLease),
+            on(ResumeLease),
+            on(ReleaseLease),
+            on(DestroyLease),
+            on(Execute),
+            on(SyncIn),
+            on(SyncOut),
         ],
         meaning: "No cluster credentials: `inCluster` is not true and `kubeconfig` is blank. The probe reports it in `metadata.error`.",
         causes: &[
@@ -159,7 +163,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "K8S_ADAPTER_RUNTIME_IMAGE_MISSING",
         template: "Adapter \"${entry.adapterType}\" is missing required runtime field: runtimeImage",
-        hooks: &["onEnvironmentValidateConfig", "onEnvironmentAcquireLease"],
+        hooks: &[on(ValidateConfig), on(AcquireLease)],
         meaning: "The environment's `adapters` registry has an entry for the run's adapter without a `runtimeImage`, so the plugin does not know which image to run.",
         causes: &["An `adapters[]` entry that only sets `adapterType` (and maybe `enabled`)."],
         fix: "Add `runtimeImage` (e.g. `ghcr.io/acme/claude-runtime:1.2`) to that `adapters[]` entry.",
@@ -168,7 +172,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "K8S_ADAPTER_NOT_IN_REGISTRY",
         template: "Adapter \"${adapterType}\" is not in the configured adapter registry",
-        hooks: &["onEnvironmentValidateConfig", "onEnvironmentAcquireLease"],
+        hooks: &[on(ValidateConfig), on(AcquireLease)],
         meaning: "The environment defines an `adapters` registry, and the run's (or the config's default) adapter type is not in it. A non-empty registry replaces the built-in adapter list.",
         causes: &[
             "A registry that lists only some adapters while runs use another (e.g. codex_local).",
@@ -284,7 +288,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "K8S_LEASE_DELETE_FAILED",
         template: "Failed to delete one or more Kubernetes lease resources",
-        hooks: &["onEnvironmentDestroyLease"],
+        hooks: &[on(DestroyLease)],
         meaning: "Destroying the lease failed for two or more of its resources (workload, pod, Secret); the individual errors are in the AggregateError's `errors`. Some resources may remain.",
         causes: &[
             "The service account lacks `delete` permission on sandboxes, jobs, pods or secrets in the tenant namespace.",
@@ -381,7 +385,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "K8S_LOGIN_PTY_INPUT_TOO_LARGE",
         template: "Kubernetes login PTY input exceeds limit",
-        hooks: &["onLoginPtyInput"],
+        hooks: &[on(LoginPtyInput)],
         meaning: "A single input write was larger than 64 KiB.",
         causes: &["A large paste into the login terminal."],
         fix: "Send input in pieces of at most 65536 bytes.",
@@ -703,7 +707,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_JOB_BACKEND_NO_LOGIN_PTY",
         template: "The job backend cannot support login PTY advertised by the Kubernetes driver; use sandbox-cr.",
         kind: Kind::Returned,
-        hooks: &["onEnvironmentValidateConfig"],
+        hooks: &[on(ValidateConfig)],
         meaning: "The config is valid but uses `backend: \"job\"`; the driver advertises login PTY, which needs a long-lived pod, so validation refuses it.",
         causes: &["`backend: \"job\"` in the environment config."],
         fix: "Set `backend: \"sandbox-cr\"` (install the agent-sandbox controller if needed).",
@@ -713,7 +717,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_CONFIG_INVALID",
         template: "Invalid Kubernetes provider configuration.",
         kind: Kind::Returned,
-        hooks: &["onEnvironmentProbe"],
+        hooks: &[on(Probe)],
         meaning: "The probe found the environment config invalid; the individual problems are in the probe result's `metadata.errors`.",
         causes: &["Any of the K8S_CONFIG_* / zod messages."],
         fix: "Run validation (or `paperclip-sandbox explain` on each message in `metadata.errors`) and correct the config.",
@@ -723,7 +727,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_CLUSTER_PROBE_FAILED",
         template: "Kubernetes cluster probe failed.",
         kind: Kind::Returned,
-        hooks: &["onEnvironmentProbe"],
+        hooks: &[on(Probe)],
         meaning: "The plugin could not talk to the cluster: building the client failed, or listing pods in the tenant namespace failed. The underlying message is in `metadata.error`.",
         causes: &[
             "A malformed kubeconfig (the YAML parser's message is in metadata.error).",
@@ -1247,7 +1251,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_EGRESS_FQDN_FALLBACK_PUBLIC",
         template: "egressMode=standard cannot enforce FQDN-based egress rules (Kubernetes NetworkPolicy is CIDR-only). To keep the configured FQDNs reachable (${totalFqdns.join(\", \")}) without operator intervention, the plugin will allow public IPv4 egress on TCP 80/443 with private/link-local/loopback/multicast ranges excluded. This is broader than exact FQDN allow-listing — switch egressMode to \"cilium\" (requires Cilium CNI) for precise enforcement, or set egressAllowCidrs explicitly to override the fallback.",
         kind: Kind::Warning,
-        hooks: &["onEnvironmentValidateConfig"],
+        hooks: &[on(ValidateConfig)],
         meaning: "Validation warning: with standard NetworkPolicies the plugin cannot allow hostnames, so to keep the listed FQDNs reachable it will allow all public IPv4 on ports 80/443.",
         causes: &[
             "`egressMode: \"standard\"` with adapter or configured FQDNs and no `egressAllowCidrs`.",
@@ -1259,7 +1263,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_EGRESS_FQDN_CIDR_ONLY",
         template: "egressMode=standard cannot enforce FQDN-based egress rules. The following FQDNs are reachable only via the operator-supplied egressAllowCidrs: ${totalFqdns.join(\", \")}. Switch egressMode to \"cilium\" (requires Cilium CNI) for exact FQDN allow-listing.",
         kind: Kind::Warning,
-        hooks: &["onEnvironmentValidateConfig"],
+        hooks: &[on(ValidateConfig)],
         meaning: "Validation warning: with standard NetworkPolicies, the listed FQDNs are reachable only if their addresses fall inside `egressAllowCidrs`.",
         causes: &["`egressMode: \"standard\"` with FQDNs and explicit `egressAllowCidrs`."],
         fix: "Make sure `egressAllowCidrs` covers the FQDNs' addresses, or switch to `egressMode: \"cilium\"`.",
@@ -1337,7 +1341,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_PROBE_REACHABLE",
         kind: Kind::Returned,
         template: "Kubernetes cluster reachable. Tenant namespace: ${namespace}.",
-        hooks: &["onEnvironmentProbe"],
+        hooks: &[on(Probe)],
         meaning: "The probe's summary when the API server answered its pod list (a missing tenant namespace counts as reachable): the credentials work. It names the tenant namespace leases will use.",
         causes: &["A reachable cluster and working credentials."],
         fix: "Nothing to fix; acquire a lease to check the Sandbox API and the tenant provisioning too.",
@@ -1348,7 +1352,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_HEALTHY",
         kind: Kind::Returned,
         template: "Kubernetes sandbox provider plugin healthy",
-        hooks: &["onHealth"],
+        hooks: &[on(Health)],
         meaning: "The health check's message: the worker runs; it makes no cluster call.",
         causes: &["A running Kubernetes worker."],
         fix: "Nothing to fix; probe an environment to check the cluster.",
@@ -1406,7 +1410,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         code: "K8S_SYNC_SOURCE_IS_DIRECTORY",
         template: "EISDIR: illegal operation on a directory, copyfile '${path}'",
-        hooks: &["onEnvironmentSyncIn"],
+        hooks: &[on(SyncIn)],
         meaning: "A `kind: file` sync-in mapping names a directory on the host; the text is Node's `copyFile` error, as the original surfaces it.",
         causes: &["A directory mapped with `kind: \"file\"`."],
         fix: "Map directories with `kind: \"directory\"`.",
@@ -1419,11 +1423,11 @@ pub(crate) const ENTRIES: &[Entry] = &[
         code: "K8S_API_TIMEOUT",
         template: "Kubernetes API server did not answer within ${ms}ms; check that the cluster's API server is up and reachable, then retry.",
         hooks: &[
-            "onEnvironmentProbe",
-            "onEnvironmentAcquireLease",
-            "onEnvironmentResumeLease",
-            "onEnvironmentReleaseLease",
-            "onEnvironmentDestroyLease",
+            on(Probe),
+            on(AcquireLease),
+            on(ResumeLease),
+            on(ReleaseLease),
+            on(DestroyLease),
         ],
         meaning: "A Kubernetes API request of the hook got no reply before the hook's bound: the call's `timeoutMs` (`config.timeoutMs`) kept within a floor and a cap per hook so the reply reaches the host before its own deadline (acquire at least 10 s, 25 s without a timeout; resume at least 35 s; release and destroy 10–25 s; probe 10–100 s). An acquire cut this way still deletes what it had created (else it fails with `K8S_ACQUIRE_CLEANUP_INCOMPLETE`); a probe reports it in `metadata.error`; a resume reports it as the `reason` of a lease it cannot resume; a destroy rejects with `Failed to delete one or more Kubernetes lease resources`, this message among its `errors`.",
         causes: &[

@@ -2,7 +2,7 @@
 //!
 //! Every catalogued message template of both providers (`shared/contract/*-errors.txt`, one
 //! template per line, `${…}` marking interpolated parts) has exactly one [`Entry`] here, with a
-//! stable code, the hooks that raise it, what it means, its common causes and the fix. So does
+//! stable code, the hooks that raise it (as [`Hook`] values of the providers' hook table), what it means, its common causes and the fix. So does
 //! every other message a hook can throw or return ([`Origin::Addition`]: texts of the original
 //! that the contract list leaves out, such as success summaries, JavaScript runtime errors and
 //! later upstream generations, and the few texts this implementation adds), each saying where it
@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 
 pub use docs::render_markdown;
 pub use matcher::Template;
+pub use sandbox_core::Hook;
 
 /// Which provider raises a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,6 +93,57 @@ pub enum Origin {
     Addition(&'static str),
 }
 
+/// Who raises or returns a catalogued message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Raiser {
+    /// The hook itself.
+    Hook(Hook),
+    /// The hook, in the way the note (in parentheses) says: e.g. the output of the session it
+    /// opened, after it returned.
+    Noted(Hook, &'static str),
+    /// Not a hook: a library routine or an internal caller, as the text says.
+    Other(&'static str),
+}
+
+impl Raiser {
+    /// As `docs/errors.md` and `explainError` show it: the hook's `definePlugin` name, then the
+    /// note if any; or the text.
+    pub fn text(&self) -> String {
+        match self {
+            Raiser::Hook(hook) => hook.js_name().to_owned(),
+            Raiser::Noted(hook, note) => format!("{} {note}", hook.js_name()),
+            Raiser::Other(text) => (*text).to_owned(),
+        }
+    }
+
+    /// The hook, unless the raiser is not one.
+    pub fn hook(&self) -> Option<Hook> {
+        match self {
+            Raiser::Hook(hook) | Raiser::Noted(hook, _) => Some(*hook),
+            Raiser::Other(_) => None,
+        }
+    }
+}
+
+impl PartialEq<&str> for Raiser {
+    fn eq(&self, text: &&str) -> bool {
+        self.text() == *text
+    }
+}
+
+/// Shorthands of the data tables.
+const fn on(hook: Hook) -> Raiser {
+    Raiser::Hook(hook)
+}
+
+const fn noted(hook: Hook, note: &'static str) -> Raiser {
+    Raiser::Noted(hook, note)
+}
+
+const fn other(text: &'static str) -> Raiser {
+    Raiser::Other(text)
+}
+
 /// One catalogued message.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -105,7 +157,7 @@ pub struct Entry {
     /// (e.g. `[, '${key2}'…]` for a repeated list). `None`: match on `template`.
     pub pattern: Option<&'static str>,
     /// Hooks (or, for library routines, the caller) that raise or return it.
-    pub hooks: &'static [&'static str],
+    pub hooks: &'static [Raiser],
     /// What it means.
     pub meaning: &'static str,
     /// Common causes.

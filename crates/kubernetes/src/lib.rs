@@ -34,8 +34,8 @@
 //! # Layout
 //!
 //! - `provider`: [`KubernetesProvider`], the per-worker provider object and its state;
-//! - [`hooks`]: the hooks, one file per family (lease, execute, sync, login), and the config
-//!   stage each starts with;
+//! - [`hooks`]: the hooks, one file per family (lease, execute, sync, login), the config stage
+//!   each starts with, and the hook table (`sandbox_core::Provider`) the addon drives;
 //! - [`config`]: the zod-exact config schema and the adapter defaults;
 //! - [`lease`]: what a lease is decided from before the cluster (acquire's prechecks, the
 //!   bounded deadline, the tenant namespace, egress warnings) and the in-worker lease state;

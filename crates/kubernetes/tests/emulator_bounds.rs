@@ -37,7 +37,7 @@ impl Bed {
         let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
             "backend": "sandbox-cr", "egressMode": "cilium"});
         let acquired = provider
-            .acquire(
+            .acquire_lease(
                 &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                     "runId": "run-1"}),
                 &NullSink,
@@ -227,7 +227,7 @@ async fn hung_acquire(method: &str, path: &str, created: &str) {
     hang(&emu, method, path);
     let started = Instant::now();
     let err = KubernetesProvider::new()
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                 "runId": "run-1"}),
             &NullSink,
@@ -286,7 +286,7 @@ async fn a_release_against_a_hung_api_server_fails_on_its_bound() {
     let started = Instant::now();
     let err = bed
         .provider
-        .release(&lease_params(&bed), &NullSink)
+        .release_lease(&lease_params(&bed), &NullSink)
         .await
         .expect_err("a hung release rejects");
     within(started, FLOOR_MS);
@@ -294,7 +294,7 @@ async fn a_release_against_a_hung_api_server_fails_on_its_bound() {
     // Once the API server answers again, the same release goes through.
     bed.emu.clear_faults();
     bed.provider
-        .release(&lease_params(&bed), &NullSink)
+        .release_lease(&lease_params(&bed), &NullSink)
         .await
         .expect("release");
     until_nothing_leaked(&bed.emu).await;
@@ -312,7 +312,7 @@ async fn a_destroy_against_a_hung_api_server_fails_on_its_bound() {
     let started = Instant::now();
     let err = bed
         .provider
-        .destroy(&lease_params(&bed), &NullSink)
+        .destroy_lease(&lease_params(&bed), &NullSink)
         .await
         .expect_err("a hung destroy rejects");
     within(started, FLOOR_MS);
@@ -320,7 +320,7 @@ async fn a_destroy_against_a_hung_api_server_fails_on_its_bound() {
     assert_eq!(err.message, DESTROY_LEASE_FAILED);
     bed.emu.clear_faults();
     bed.provider
-        .destroy(&lease_params(&bed), &NullSink)
+        .destroy_lease(&lease_params(&bed), &NullSink)
         .await
         .expect("destroy");
     until_nothing_leaked(&bed.emu).await;
@@ -338,7 +338,7 @@ async fn a_resume_against_a_hung_api_server_answers_on_its_bound() {
     let bound = api_bound::RESUME.floor_ms;
     let started = Instant::now();
     let result = KubernetesProvider::new()
-        .resume(&lease_params(&bed), &NullSink)
+        .resume_lease(&lease_params(&bed), &NullSink)
         .await
         .expect("resume reports a wait failure as a reason (kubernetes.md §12.1)");
     within(started, bound);

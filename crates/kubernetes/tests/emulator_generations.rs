@@ -129,7 +129,7 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
     let provider = KubernetesProvider::new();
     let sink = Sink::default();
     let lease = provider
-        .acquire(&acquire_params(&emu, "sandbox-cr", "run-beta"), &sink)
+        .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-beta"), &sink)
         .await
         .unwrap();
     assert_eq!(lease["metadata"]["sandboxApiVersion"], "v1beta1", "{lease}");
@@ -234,7 +234,7 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
 
     // Resume keeps both; release deletes through v1beta1.
     let resumed = provider
-        .resume(&lease_params(&emu, "sandbox-cr", &lease), &sink)
+        .resume_lease(&lease_params(&emu, "sandbox-cr", &lease), &sink)
         .await
         .unwrap();
     assert_eq!(
@@ -244,7 +244,7 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
     assert_eq!(resumed["metadata"]["remoteCwd"], "/workspace");
     emu.clear_request_log();
     provider
-        .release(&lease_params(&emu, "sandbox-cr", &lease), &sink)
+        .release_lease(&lease_params(&emu, "sandbox-cr", &lease), &sink)
         .await
         .unwrap();
     let deleted = requests(&emu, "delete", "sandboxes");
@@ -260,7 +260,7 @@ async fn a_v1alpha1_only_cluster_gets_v1alpha1_and_sends_the_limit_range_without
     let provider = KubernetesProvider::new();
     let sink = Sink::default();
     let lease = provider
-        .acquire(&acquire_params(&emu, "sandbox-cr", "run-alpha"), &sink)
+        .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-alpha"), &sink)
         .await
         .unwrap();
     assert_eq!(lease["metadata"]["sandboxApiVersion"], "v1alpha1");
@@ -289,7 +289,7 @@ async fn a_v1alpha1_only_cluster_gets_v1alpha1_and_sends_the_limit_range_without
         .remove("sandboxApiVersion");
     let params = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1",
         "providerLeaseId": lease["providerLeaseId"], "leaseMetadata": metadata});
-    provider.destroy(&params, &sink).await.unwrap();
+    provider.destroy_lease(&params, &sink).await.unwrap();
     // (A version the server does not serve is not even a route: matched by path.)
     let deletes: Vec<String> = emu
         .request_log()
@@ -310,7 +310,7 @@ async fn without_the_sandbox_api_a_sandbox_acquire_provisions_nothing() {
     let provider = KubernetesProvider::new();
     let sink = Sink::default();
     let err = provider
-        .acquire(&acquire_params(&emu, "sandbox-cr", "run-none"), &sink)
+        .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-none"), &sink)
         .await
         .unwrap_err();
     assert_eq!(
@@ -328,14 +328,14 @@ async fn without_the_sandbox_api_a_sandbox_acquire_provisions_nothing() {
     // The job backend does not need it, and never asks.
     emu.clear_request_log();
     let lease = provider
-        .acquire(&acquire_params(&emu, "job", "run-job"), &sink)
+        .acquire_lease(&acquire_params(&emu, "job", "run-job"), &sink)
         .await
         .unwrap();
     assert!(lease["metadata"].get("sandboxApiVersion").is_none());
     assert_eq!(lease["metadata"]["remoteCwd"], "/workspace");
     assert!(!emu.request_log().iter().any(|r| r.path == "/apis"));
     provider
-        .destroy(&lease_params(&emu, "job", &lease), &sink)
+        .destroy_lease(&lease_params(&emu, "job", &lease), &sink)
         .await
         .unwrap();
     until_clean(&emu, "after the job destroy").await;
@@ -349,11 +349,11 @@ async fn a_failed_acquire_leaves_nothing_behind() {
     let sink = Sink::default();
     // Provision the tenant first, so the faults below hit the lease's own requests.
     let lease = provider
-        .acquire(&acquire_params(&emu, "sandbox-cr", "run-0"), &sink)
+        .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-0"), &sink)
         .await
         .unwrap();
     provider
-        .destroy(&lease_params(&emu, "sandbox-cr", &lease), &sink)
+        .destroy_lease(&lease_params(&emu, "sandbox-cr", &lease), &sink)
         .await
         .unwrap();
     until_clean(&emu, "the first lease").await;
@@ -403,7 +403,7 @@ async fn a_failed_acquire_leaves_nothing_behind() {
         emu.add_fault(fault);
         emu.clear_request_log();
         let err = provider
-            .acquire(
+            .acquire_lease(
                 &acquire_params(&emu, backend, &format!("run-{}", i + 1)),
                 &sink,
             )

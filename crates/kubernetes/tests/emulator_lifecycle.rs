@@ -130,7 +130,7 @@ async fn sandbox_cr_lifecycle_with_real_exec() {
     assert_eq!(probe["ok"], true, "{probe}");
 
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "environmentId": "e-1",
                 "runId": "run-1"}),
             &sink,
@@ -207,9 +207,9 @@ async fn sandbox_cr_lifecycle_with_real_exec() {
 
     let release = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1",
         "providerLeaseId": id, "leaseMetadata": lease["metadata"]});
-    assert_eq!(provider.release(&release, &sink).await.unwrap(), None);
+    assert_eq!(provider.release_lease(&release, &sink).await.unwrap(), None);
     // Released twice: the 404 is absorbed.
-    assert_eq!(provider.release(&release, &sink).await.unwrap(), None);
+    assert_eq!(provider.release_lease(&release, &sink).await.unwrap(), None);
     until("the lease's objects to be collected", || {
         leaked(&emu).is_empty()
     })
@@ -224,7 +224,7 @@ async fn job_lifecycle_reports_the_pod_log() {
     let provider = KubernetesProvider::new();
     let sink = RecordingSink::default();
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config(&emu, "job"), "companyId": "c-1", "runId": "run-2"}),
             &sink,
         )
@@ -245,13 +245,13 @@ async fn job_lifecycle_reports_the_pod_log() {
     let destroy = json!({"config": config(&emu, "job"), "companyId": "c-1", "providerLeaseId": id,
         "leaseMetadata": lease["metadata"]});
     // Release deletes the Job only; its pod, Secret and policies go by cascade.
-    assert_eq!(provider.release(&destroy, &sink).await.unwrap(), None);
+    assert_eq!(provider.release_lease(&destroy, &sink).await.unwrap(), None);
     until("the job lease's objects to be collected", || {
         leaked(&emu).is_empty()
     })
     .await;
-    assert_eq!(provider.destroy(&destroy, &sink).await.unwrap(), None);
-    assert_eq!(provider.destroy(&destroy, &sink).await.unwrap(), None);
+    assert_eq!(provider.destroy_lease(&destroy, &sink).await.unwrap(), None);
+    assert_eq!(provider.destroy_lease(&destroy, &sink).await.unwrap(), None);
     until("the job lease's objects to be deleted", || {
         leaked(&emu).is_empty()
     })
@@ -273,7 +273,7 @@ async fn cluster_errors_pass_through_with_their_status() {
         name: None,
     });
     let err = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "runId": "run-3"}),
             &sink,
         )
@@ -319,7 +319,7 @@ async fn sandbox_failures_at_execute() {
     let provider = KubernetesProvider::new();
     let sink = RecordingSink::default();
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "runId": "run-4"}),
             &sink,
         )
@@ -343,13 +343,13 @@ async fn sandbox_failures_at_execute() {
     );
     let resume = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1",
         "providerLeaseId": id, "leaseMetadata": lease["metadata"]});
-    let resumed = provider.resume(&resume, &sink).await.unwrap();
+    let resumed = provider.resume_lease(&resume, &sink).await.unwrap();
     assert_eq!(resumed["providerLeaseId"], Value::Null);
     assert_eq!(
         resumed["metadata"]["reason"],
         format!("Sandbox {NS}/{id} failed: ImagePullBackOff \u{2014} no such image")
     );
-    provider.destroy(&resume, &sink).await.unwrap();
+    provider.destroy_lease(&resume, &sink).await.unwrap();
     until("the failed lease's objects to be deleted", || {
         leaked(&emu).is_empty()
     })
@@ -363,7 +363,7 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
     let provider = KubernetesProvider::new();
     let sink = RecordingSink::default();
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "runId": "run-5"}),
             &sink,
         )
@@ -402,7 +402,7 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
         )
     );
     provider
-        .destroy(
+        .destroy_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "providerLeaseId": id,
                 "leaseMetadata": lease["metadata"]}),
             &sink,
@@ -419,7 +419,7 @@ async fn acquire_ready_lease(
     run: &str,
 ) -> (String, Value) {
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config(emu, "sandbox-cr"), "companyId": "c-1", "runId": run}),
             &RecordingSink::default(),
         )
@@ -457,7 +457,7 @@ async fn v4_exec_keeps_stdin_open_and_output_whole() {
     assert_eq!(result["stdout"].as_str().unwrap().trim(), "200000");
     assert_eq!(result["stderr"], "done\n");
     provider
-        .destroy(&destroy_params(&emu, &lease), &RecordingSink::default())
+        .destroy_lease(&destroy_params(&emu, &lease), &RecordingSink::default())
         .await
         .unwrap();
     until("objects to be deleted", || leaked(&emu).is_empty()).await;
@@ -499,7 +499,7 @@ async fn exec_watchdog_and_setup_failures_are_timed_out_results() {
         "{result}"
     );
     provider
-        .destroy(&destroy_params(&emu, &lease), &sink)
+        .destroy_lease(&destroy_params(&emu, &lease), &sink)
         .await
         .unwrap();
     until("objects to be deleted", || leaked(&emu).is_empty()).await;
@@ -513,7 +513,7 @@ async fn resume_and_the_readiness_timeout() {
     let sink = RecordingSink::default();
     let (id, lease) = acquire_ready_lease(&emu, &provider, "run-7").await;
     let resume = destroy_params(&emu, &lease);
-    let resumed = provider.resume(&resume, &sink).await.unwrap();
+    let resumed = provider.resume_lease(&resume, &sink).await.unwrap();
     assert_eq!(resumed["providerLeaseId"], id.as_str(), "{resumed}");
     assert_eq!(resumed["metadata"]["phase"], "Running");
     assert_eq!(resumed["metadata"]["resumedLease"], true);
@@ -537,12 +537,12 @@ async fn resume_and_the_readiness_timeout() {
     );
     for lease in [&lease, &slow] {
         provider
-            .destroy(&destroy_params(&emu, lease), &sink)
+            .destroy_lease(&destroy_params(&emu, lease), &sink)
             .await
             .unwrap();
     }
     until("objects to be deleted", || leaked(&emu).is_empty()).await;
-    let gone = provider.resume(&resume, &sink).await.unwrap();
+    let gone = provider.resume_lease(&resume, &sink).await.unwrap();
     assert_eq!(
         gone,
         json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": "Sandbox CR no longer exists"}})
@@ -721,7 +721,7 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
     );
 
     provider
-        .destroy(&destroy_params(&emu, &lease), &RecordingSink::default())
+        .destroy_lease(&destroy_params(&emu, &lease), &RecordingSink::default())
         .await
         .unwrap();
     until("objects to be deleted", || leaked(&emu).is_empty()).await;

@@ -103,7 +103,7 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
         "egressMode": "cilium"});
     let provider = KubernetesProvider::new();
     let acquired = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-l"}),
             &NullSink,
         )
@@ -267,7 +267,7 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
     term.seen.clear();
     assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
     provider
-        .release(
+        .release_lease(
             &json!({"config": config, "companyId": "c-1", "providerLeaseId": lease_id,
                 "leaseMetadata": acquired["metadata"]}),
             &NullSink,
@@ -320,7 +320,7 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
         "egressMode": "cilium"});
     let provider = KubernetesProvider::new();
     let acquired = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-m"}),
             &NullSink,
         )
@@ -346,7 +346,7 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
     // Resume re-remembers the lease; with its Sandbox deleted behind the worker's back the
     // connector's readiness wait fails and the open rejects with the cluster's message.
     let resumed = provider
-        .resume(
+        .resume_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                 "providerLeaseId": lease_id, "leaseMetadata": acquired["metadata"]}),
             &NullSink,
@@ -359,7 +359,7 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
         "leaseMetadata": acquired["metadata"]});
     // Delete the Sandbox with a second provider (this worker keeps its memory).
     KubernetesProvider::new()
-        .destroy(&destroy, &NullSink)
+        .destroy_lease(&destroy, &NullSink)
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -380,7 +380,7 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
     assert_eq!(err.code, Some(404), "{}", err.message);
     assert!(err.message.contains(&lease_id), "{}", err.message);
     assert_eq!(provider.login().route_count(), 0);
-    provider.destroy(&destroy, &NullSink).await.unwrap();
+    provider.destroy_lease(&destroy, &NullSink).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while ["pods", "sandboxes", "secrets"]
         .iter()

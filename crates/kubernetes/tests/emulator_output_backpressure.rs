@@ -121,7 +121,7 @@ async fn a_slow_host_holds_the_exec_stream_back_and_still_gets_all_of_it() {
         "backend": "sandbox-cr", "egressMode": "cilium"});
     let quiet = sandbox_core::NullSink;
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                 "runId": "run-1"}),
             &quiet,

@@ -95,7 +95,7 @@ async fn peak_rss_of_a_large_execute() {
         "backend": "sandbox-cr", "egressMode": "cilium"});
     let quiet = sandbox_core::NullSink;
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                 "runId": "run-1"}),
             &quiet,

@@ -44,7 +44,7 @@ impl Lease {
     async fn acquire(emu: &KubernetesEmulator, provider: &KubernetesProvider) -> Lease {
         let config = config(emu, "sandbox-cr");
         let acquired = provider
-            .acquire(
+            .acquire_lease(
                 &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-s"}),
                 &NullSink,
             )
@@ -76,7 +76,7 @@ impl Lease {
 
     async fn destroy(&self, provider: &KubernetesProvider) {
         provider
-            .destroy(
+            .destroy_lease(
                 &json!({"config": self.config, "companyId": "c-1",
                     "providerLeaseId": self.lease["providerLeaseId"],
                     "leaseMetadata": self.lease["metadata"]}),

@@ -197,7 +197,7 @@ async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
     let sink = RecordingSink::default();
     let lease = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &sink)
+        .acquire_lease(&acquire_params("sandbox-cr"), &sink)
         .await
         .unwrap();
     let id = lease["providerLeaseId"].as_str().unwrap().to_string();
@@ -290,7 +290,7 @@ async fn acquire_job_backend_and_the_standard_mode_warning() {
     let sink = RecordingSink::default();
     let mut params = acquire_params("job");
     params["config"]["egressMode"] = json!("standard");
-    let lease = h.provider.acquire(&params, &sink).await.unwrap();
+    let lease = h.provider.acquire_lease(&params, &sink).await.unwrap();
     assert_eq!(lease["metadata"]["backend"], "job");
     assert_eq!(lease["metadata"]["podName"], Value::Null);
     assert_eq!(lease["metadata"]["nativeFileSyncUnsupported"], true);
@@ -325,7 +325,7 @@ async fn acquire_refusals_before_the_cluster() {
     params["requestedExpiresAt"] = json!("2999-01-01T00:00:00Z");
     let err = h
         .provider
-        .acquire(&params, &RecordingSink::default())
+        .acquire_lease(&params, &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -335,7 +335,7 @@ async fn acquire_refusals_before_the_cluster() {
     params["requestedExpiresAt"] = json!("not-a-date");
     let err = h
         .provider
-        .acquire(&params, &RecordingSink::default())
+        .acquire_lease(&params, &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -346,7 +346,7 @@ async fn acquire_refusals_before_the_cluster() {
     params["adapterType"] = json!("aider_local");
     let err = h
         .provider
-        .acquire(&params, &RecordingSink::default())
+        .acquire_lease(&params, &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(err.message, "Unknown adapter type: aider_local");
@@ -361,7 +361,7 @@ async fn acquire_with_a_deadline_returns_expires_at() {
     params["requestedExpiresAt"] = json!("2999-01-01T00:00:00Z");
     let lease = h
         .provider
-        .acquire(&params, &RecordingSink::default())
+        .acquire_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(lease["expiresAt"], lease["metadata"]["expiresAt"]);
@@ -373,13 +373,13 @@ async fn acquire_workload_without_uid() {
     let h = Harness::new(cluster());
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(err.message, "Sandbox CR created without a UID");
     let err = h
         .provider
-        .acquire(&acquire_params("job"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("job"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(err.message, "Job created without a UID");
@@ -401,7 +401,7 @@ async fn acquire_policy_failure_releases_the_workload() {
     );
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(err.message, "policies are forbidden");
@@ -428,7 +428,7 @@ async fn acquire_policy_failure_releases_the_workload() {
     );
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     // The release inside the policy step failed, and so did the acquire's cleanup (the same
@@ -448,7 +448,7 @@ async fn tenant_errors_pass_through_with_their_code() {
     ));
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -519,7 +519,7 @@ async fn probe_with_the_real_connector_reports_credential_errors_without_secrets
     assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
     assert!(!result.to_string().contains(canary), "{result}");
     let err = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": {"kubeconfig": broken}, "companyId": "c", "runId": "r"}),
             &sink,
         )
@@ -549,7 +549,7 @@ async fn resume_states() {
     let h = Harness::new(cluster().script(ApiMethod::ReadNamespacedJobStatus, throws(404, "nf")));
     let result = h
         .provider
-        .resume(&params("job"), &RecordingSink::default())
+        .resume_lease(&params("job"), &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(
@@ -569,7 +569,7 @@ async fn resume_states() {
     );
     let result = h
         .provider
-        .resume(&params("sandbox-cr"), &RecordingSink::default())
+        .resume_lease(&params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(
@@ -598,7 +598,10 @@ async fn release_absorbs_404_only() {
         "leaseMetadata": {"backend": "job"}});
     let h = Harness::new(cluster().script(ApiMethod::DeleteNamespacedJob, throws(404, "gone")));
     let sink = RecordingSink::default();
-    assert_eq!(h.provider.release(&params, &sink).await.unwrap(), None);
+    assert_eq!(
+        h.provider.release_lease(&params, &sink).await.unwrap(),
+        None
+    );
     assert_eq!(
         h.calls(),
         vec![(
@@ -608,11 +611,11 @@ async fn release_absorbs_404_only() {
     );
     let h =
         Harness::new(cluster().script(ApiMethod::DeleteNamespacedJob, throws(500, "etcd down")));
-    let err = h.provider.release(&params, &sink).await.unwrap_err();
+    let err = h.provider.release_lease(&params, &sink).await.unwrap_err();
     assert_eq!((err.message.as_str(), err.code), ("etcd down", Some(500)));
     let none = json!({"config": {}, "providerLeaseId": ""});
-    assert_eq!(h.provider.release(&none, &sink).await.unwrap(), None);
-    assert_eq!(h.provider.destroy(&none, &sink).await.unwrap(), None);
+    assert_eq!(h.provider.release_lease(&none, &sink).await.unwrap(), None);
+    assert_eq!(h.provider.destroy_lease(&none, &sink).await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -621,7 +624,7 @@ async fn destroy_deletes_everything_and_aggregates() {
         "leaseMetadata": {"podName": "pod-a", "sandboxApiVersion": "v1alpha1"}});
     let h = Harness::new(cluster());
     h.provider
-        .destroy(&params, &RecordingSink::default())
+        .destroy_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(
@@ -640,7 +643,7 @@ async fn destroy_deletes_everything_and_aggregates() {
     );
     let err = h
         .provider
-        .destroy(&params, &RecordingSink::default())
+        .destroy_lease(&params, &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -1000,7 +1003,7 @@ async fn execute_fast_upload_acks_then_flushes_in_one_exec() {
         .unwrap();
     let release =
         json!({"config": config("sandbox-cr"), "companyId": "c", "providerLeaseId": "pc-1"});
-    h.provider.release(&release, &sink).await.unwrap();
+    h.provider.release_lease(&release, &sink).await.unwrap();
     let result = h
         .provider
         .execute(
@@ -1021,27 +1024,27 @@ async fn acquire_adapter_and_deadline_errors_before_the_cluster() {
     params["config"]["adapters"] =
         json!([{"adapterType": "claude_local", "runtimeImage": "img:1"}]);
     params["adapterType"] = json!("codex_local");
-    let err = h.provider.acquire(&params, &sink).await.unwrap_err();
+    let err = h.provider.acquire_lease(&params, &sink).await.unwrap_err();
     assert_eq!(
         err.message,
         "Adapter \"codex_local\" is not in the configured adapter registry"
     );
     params["config"]["adapters"] = json!([{"adapterType": "codex_local"}]);
-    let err = h.provider.acquire(&params, &sink).await.unwrap_err();
+    let err = h.provider.acquire_lease(&params, &sink).await.unwrap_err();
     assert_eq!(
         err.message,
         "Adapter \"codex_local\" is missing required runtime field: runtimeImage"
     );
     let mut params = acquire_params("sandbox-cr");
     params["requestedExpiresAt"] = json!("2000-01-01T00:00:00Z");
-    let err = h.provider.acquire(&params, &sink).await.unwrap_err();
+    let err = h.provider.acquire_lease(&params, &sink).await.unwrap_err();
     assert_eq!(
         err.message,
         "Requested lease deadline (2000-01-01T00:00:00Z) is already past or too close (< 30s) to acquire a bounded lease. Failing closed instead of granting a near-expired lease."
     );
     let err = h
         .provider
-        .acquire(&json!({"config": {}}), &sink)
+        .acquire_lease(&json!({"config": {}}), &sink)
         .await
         .unwrap_err();
     assert_eq!(err.class, ErrorClass::ZodError);
@@ -1056,10 +1059,10 @@ fn hook_futures_are_send() {
     let sink = RecordingSink::default();
     let params = json!({});
     assert_send(&provider.probe(&params, &sink));
-    assert_send(&provider.acquire(&params, &sink));
-    assert_send(&provider.resume(&params, &sink));
-    assert_send(&provider.release(&params, &sink));
-    assert_send(&provider.destroy(&params, &sink));
+    assert_send(&provider.acquire_lease(&params, &sink));
+    assert_send(&provider.resume_lease(&params, &sink));
+    assert_send(&provider.release_lease(&params, &sink));
+    assert_send(&provider.destroy_lease(&params, &sink));
     assert_send(&provider.realize_workspace(&params, &sink));
     assert_send(&provider.execute(&params, &sink));
     assert_send(&provider.shutdown(&params, &sink));
@@ -1103,7 +1106,7 @@ async fn acquire_addresses_a_graduated_controller_through_v1beta1() {
     params["config"]["egressMode"] = json!("standard");
     let lease = h
         .provider
-        .acquire(&params, &RecordingSink::default())
+        .acquire_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(lease["metadata"]["sandboxApiVersion"], "v1beta1");
@@ -1137,7 +1140,7 @@ async fn acquire_without_the_sandbox_api_provisions_nothing() {
     ));
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert!(
@@ -1159,7 +1162,7 @@ async fn acquire_without_the_sandbox_api_provisions_nothing() {
     .script(ApiMethod::CreateNamespacedCustomObject, created_uid()));
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -1169,7 +1172,7 @@ async fn acquire_without_the_sandbox_api_provisions_nothing() {
     assert_eq!(h.methods(), vec![ApiMethod::GetApiVersions]);
     let lease = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(lease["metadata"]["sandboxApiVersion"], "v1alpha1");
@@ -1184,7 +1187,7 @@ async fn the_job_backend_never_discovers() {
     );
     let lease = h
         .provider
-        .acquire(&acquire_params("job"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("job"), &RecordingSink::default())
         .await
         .unwrap();
     assert!(!h.methods().contains(&ApiMethod::GetApiVersions));
@@ -1207,7 +1210,7 @@ async fn acquire_failures_after_the_claim_delete_what_was_created() {
     );
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -1238,7 +1241,7 @@ async fn acquire_failures_after_the_claim_delete_what_was_created() {
     );
     let err = h
         .provider
-        .acquire(&acquire_params("job"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("job"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(err.message, "etcd timeout");
@@ -1260,7 +1263,7 @@ async fn acquire_failures_after_the_claim_delete_what_was_created() {
     );
     let err = h
         .provider
-        .acquire(&acquire_params("sandbox-cr"), &RecordingSink::default())
+        .acquire_lease(&acquire_params("sandbox-cr"), &RecordingSink::default())
         .await
         .unwrap_err();
     assert_eq!(
@@ -1290,7 +1293,7 @@ async fn resume_keeps_remote_cwd_and_the_api_version() {
             "sandboxApiVersion": "v1beta1"}});
     let resumed = h
         .provider
-        .resume(&params, &RecordingSink::default())
+        .resume_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(resumed["metadata"]["remoteCwd"], "/workspace/repo");
@@ -1306,7 +1309,7 @@ async fn resume_keeps_remote_cwd_and_the_api_version() {
     params["leaseMetadata"]["remoteCwd"] = json!("  ");
     let resumed = h
         .provider
-        .resume(&params, &RecordingSink::default())
+        .resume_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(resumed["metadata"]["remoteCwd"], "/workspace");
@@ -1330,7 +1333,7 @@ async fn release_and_destroy_try_each_version_when_discovery_fails() {
     let h = Harness::new(failing());
     assert_eq!(
         h.provider
-            .release(&params, &RecordingSink::default())
+            .release_lease(&params, &RecordingSink::default())
             .await
             .unwrap(),
         None
@@ -1343,7 +1346,7 @@ async fn release_and_destroy_try_each_version_when_discovery_fails() {
 
     let h = Harness::new(failing());
     h.provider
-        .destroy(&params, &RecordingSink::default())
+        .destroy_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(
@@ -1357,7 +1360,7 @@ async fn release_and_destroy_try_each_version_when_discovery_fails() {
     params["leaseMetadata"]["sandboxApiVersion"] = json!("v1alpha1");
     let h = Harness::new(failing());
     h.provider
-        .release(&params, &RecordingSink::default())
+        .release_lease(&params, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(

@@ -21,7 +21,7 @@ impl Lease {
         let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
             "backend": "sandbox-cr", "egressMode": "cilium"});
         let acquired = provider
-            .acquire(
+            .acquire_lease(
                 &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-h"}),
                 &NullSink,
             )

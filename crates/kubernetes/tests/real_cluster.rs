@@ -34,7 +34,7 @@ async fn sandbox_cr_lifecycle_on_a_real_cluster() {
         .unwrap();
     assert_eq!(probe["ok"], true, "{probe}");
     let lease = provider
-        .acquire(
+        .acquire_lease(
             &json!({"config": config, "companyId": "c", "runId": "native-real-cluster"}),
             &sink,
         )
@@ -53,7 +53,7 @@ async fn sandbox_cr_lifecycle_on_a_real_cluster() {
         .unwrap();
     let release = json!({"config": config, "companyId": "c",
         "providerLeaseId": lease["providerLeaseId"], "leaseMetadata": lease["metadata"]});
-    provider.destroy(&release, &sink).await.unwrap();
+    provider.destroy_lease(&release, &sink).await.unwrap();
     assert_eq!(result["exitCode"], 0, "{result}");
     assert_eq!(result["stdout"], "hello\n");
     assert_eq!(result["stderr"], "done\n");

@@ -327,7 +327,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         }
         emu.clear_request_log();
         let acquired = provider
-            .acquire(
+            .acquire_lease(
                 &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
                     "runId": format!("run-{i}")}),
                 &sink,
@@ -352,7 +352,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
                         let params = json!({"config": config, "companyId": "c-1",
                             "providerLeaseId": name,
                             "leaseMetadata": {"namespace": NS, "backend": backend}});
-                        let destroyed = provider.destroy(&params, &sink).await;
+                        let destroyed = provider.destroy_lease(&params, &sink).await;
                         results.push(format!("{destroyed:?}"));
                         assert!(
                             destroyed.is_ok(),
@@ -391,7 +391,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         }
         let params = json!({"config": config, "companyId": "c-1", "providerLeaseId": id,
             "leaseMetadata": lease["metadata"]});
-        let released = provider.release(&params, &sink).await;
+        let released = provider.release_lease(&params, &sink).await;
         results.push(format!("{released:?}"));
         if let Err(error) = released {
             tally.failed(seed, "release", &error);
@@ -401,7 +401,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
             pod_ready_delay_ms: Some(base_ready),
             ..SettingsPatch::default()
         });
-        let destroyed = provider.destroy(&params, &sink).await;
+        let destroyed = provider.destroy_lease(&params, &sink).await;
         results.push(format!("{destroyed:?}"));
         if let Err(error) = destroyed {
             panic!("seed {seed}, lifecycle {i}: destroy without faults fails: {error:?}");

@@ -185,7 +185,7 @@ async fn an_unresumable_lease_is_forgotten() {
         },
     );
     let resumed = p
-        .resume(
+        .resume_lease(
             &json!({"config": {"inCluster": true, "companySlug": "acme"}, "companyId": "c-1",
                 "environmentId": "e-1", "providerLeaseId": "pc-1",
                 "leaseMetadata": {"backend": "sandbox-cr", "namespace": "paperclip-acme"}}),
@@ -256,7 +256,7 @@ async fn acquire_remembers_sandbox_leases_only() {
             Arc::new(ManualClock::new()),
         );
         let lease = p
-            .acquire(
+            .acquire_lease(
                 &json!({"config": {"inCluster": true, "companySlug": "acme", "backend": backend,
                     "egressMode": "cilium"}, "companyId": "c-1", "environmentId": "e-1", "runId": "run-1"}),
                 &NullSink,

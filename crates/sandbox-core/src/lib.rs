@@ -2,6 +2,7 @@
 //!
 //! The provider crates know nothing of Node: they take JSON-shaped params, report through a
 //! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
+//! Each implements [`Provider`], the one hook table ([`Hook`]) the napi layer drives.
 //! The napi layer (`src/` of the root package) only converts and bridges. The JavaScript
 //! semantics the providers reproduce live in the `js-compat` crate.
 //!
@@ -16,9 +17,11 @@ pub mod error;
 pub mod fuzz;
 #[cfg(feature = "testing")]
 pub mod golden;
+pub mod hook;
 pub mod host;
 #[cfg(feature = "testing")]
 pub mod soak;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};
+pub use hook::{Hook, HookFuture, HookResult, Provider};
 pub use host::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};

@@ -1,6 +1,8 @@
-//! Golden check of the archive layout against node-tar itself, when a node-tar is installed
-//! (npm bundles one). Sizes must be identical (they are the providers' `bytesTransferred`),
-//! and so must the entry list: paths, types, sizes, link targets, in archive order.
+//! Golden check of the archive layout against node-tar itself: the project's own (devDependency
+//! `tar`, the version the original plugins depend on), run by the project's Node (devDependency
+//! `node`). Sizes must be identical (they are the providers' `bytesTransferred`), and so must the
+//! entry list: paths, types, sizes, link targets, in archive order. Without either, the tests
+//! fail: run `npm install`.
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
@@ -8,7 +10,36 @@ use std::process::Command;
 
 use sandbox_core::archive::{excluded, pack_directory};
 
-const NODE_TAR: &str = "/usr/lib/node_modules/npm/node_modules/tar";
+/// The repository root, whose `node_modules` holds the project's devDependencies.
+fn project_root() -> &'static Path {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .ancestors()
+        .nth(2)
+        .expect("crates/sandbox-core is two levels down")
+}
+
+/// A file of the project's `node_modules`; the test fails when it is missing.
+fn installed(relative: &str) -> PathBuf {
+    let path = project_root().join("node_modules").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm install` in the repository root (devDependencies `tar` and `node`)",
+        path.display()
+    );
+    path
+}
+
+/// The project's node-tar.
+fn node_tar() -> PathBuf {
+    installed("tar/package.json");
+    installed("tar")
+}
+
+/// The project's Node, not whichever `node` is on PATH.
+fn node() -> Command {
+    Command::new(installed(".bin/node"))
+}
 
 const LISTER: &str = r#"
 const tar = require(process.argv[2]);
@@ -54,10 +85,7 @@ fn fixture(root: &Path) {
 
 #[test]
 fn archives_match_node_tar() {
-    if !Path::new(NODE_TAR).exists() || Command::new("node").arg("--version").output().is_err() {
-        eprintln!("node-tar not installed: skipped");
-        return;
-    }
+    let node_tar = node_tar();
     let dir = std::env::temp_dir().join(format!("node-tar-parity-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let src = dir.join("src");
@@ -71,9 +99,9 @@ fn archives_match_node_tar() {
     drop(file);
     let script = dir.join("lister.cjs");
     std::fs::write(&script, LISTER).unwrap();
-    let output = Command::new("node")
+    let output = node()
         .arg(&script)
-        .arg(NODE_TAR)
+        .arg(&node_tar)
         .arg(&src)
         .arg(dir.join("theirs.tar"))
         .arg(serde_json::to_string(&patterns).unwrap())
@@ -97,10 +125,6 @@ fn archives_match_node_tar() {
 /// The exclusion matcher against Node's own `path.matchesGlob` (minimatch).
 #[test]
 fn exclusions_match_node() {
-    if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("node not installed: skipped");
-        return;
-    }
     let names = [
         "./a.log",
         "./.hidden.log",
@@ -147,7 +171,7 @@ const excluded = (name, p) => {
 };
 console.log(JSON.stringify(names.map((n) => patterns.map((p) => excluded(n, p)))));
 "#;
-    let output = Command::new("node")
+    let output = node()
         .args(["-e", script])
         .arg(serde_json::to_string(&names).unwrap())
         .arg(serde_json::to_string(&patterns).unwrap())

@@ -26,6 +26,8 @@ pub fn flag_number(flag: &str, value: &str) -> Result<u64, String> {
 }
 
 /// Prints `message` to stderr and exits with code 2 (bad arguments, failed start-up).
+// The emulator binaries' start-up errors: writing them to stderr is this function's job.
+#[allow(clippy::print_stderr)]
 pub fn exit_with_error(message: impl Display) -> ! {
     eprintln!("{message}");
     std::process::exit(2);
@@ -33,6 +35,8 @@ pub fn exit_with_error(message: impl Display) -> ! {
 
 /// Prints `ready` as one line to stdout, then waits until stdin reaches EOF (unless
 /// `watch_stdin` is false) or the process receives SIGTERM or SIGINT.
+// The emulator binaries' ready line: printing it to stdout is their contract with the tests.
+#[allow(clippy::print_stdout)]
 pub async fn announce_and_wait(ready: &Value, watch_stdin: bool) {
     // Handlers first, so a SIGTERM right after the ready line is a clean shutdown.
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");

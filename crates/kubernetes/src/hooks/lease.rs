@@ -257,7 +257,11 @@ impl KubernetesProvider {
 
     /// `onEnvironmentAcquireLease`, its API requests bounded ([`crate::cluster::api_bound`]); a step cut
     /// at the bound fails like any other, through the partial-failure cleanup.
-    pub async fn acquire(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+    pub async fn acquire_lease(
+        &self,
+        params: &Value,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::ACQUIRE);
         api_bound::with_api_bound(ms, self.acquire_unbounded(params, sink)).await
     }
@@ -526,7 +530,7 @@ impl KubernetesProvider {
 
     /// `onEnvironmentResumeLease`: never deletes anything. Its API requests are bounded
     /// ([`crate::cluster::api_bound`]).
-    pub async fn resume(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+    pub async fn resume_lease(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::RESUME);
         api_bound::with_api_bound(ms, self.resume_unbounded(params, sink)).await
     }
@@ -622,7 +626,7 @@ impl KubernetesProvider {
     /// `onEnvironmentReleaseLease`: deletes the workload (Foreground, 404 ignored); the pod and
     /// Secret go by cascade. `None` is the original's `undefined`.
     /// Its API requests are bounded ([`crate::cluster::api_bound`]).
-    pub async fn release(
+    pub async fn release_lease(
         &self,
         params: &Value,
         sink: &dyn HostSink,
@@ -669,7 +673,7 @@ impl KubernetesProvider {
 
     /// `onEnvironmentDestroyLease`: deletes the workload, the pod and the Secret.
     /// Its API requests are bounded ([`crate::cluster::api_bound`]).
-    pub async fn destroy(
+    pub async fn destroy_lease(
         &self,
         params: &Value,
         sink: &dyn HostSink,

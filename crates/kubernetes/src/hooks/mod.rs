@@ -4,7 +4,9 @@
 //! - [`lease`]: probe, acquire, resume, release, destroy, realize workspace, shutdown;
 //! - [`execute`]: a command in the lease's pod (or the job backend's log);
 //! - [`sync`]: native file sync in and out of the lease's pod;
-//! - [`login`]: the login-PTY hooks, over the worker's [`crate::login::LoginPtyManager`].
+//! - [`login`]: the login-PTY hooks, over the worker's [`crate::login::LoginPtyManager`];
+//! - `table`: the provider's hook table ([`sandbox_core::Provider`]): which hooks it implements
+//!   and the method each one forwards to.
 //!
 //! The config stage here reproduces what each hook of the original does before it talks to the
 //! cluster: the early returns that precede parsing, then `schema.parse`, which rejects with a
@@ -15,6 +17,7 @@ pub mod execute;
 pub mod lease;
 pub mod login;
 pub mod sync;
+mod table;
 
 use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
 use serde_json::{Map, Value, json};

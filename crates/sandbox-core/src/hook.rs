@@ -1,0 +1,200 @@
+//! The hook table: every plugin hook a native provider can implement, written once.
+//!
+//! The host routes traffic by the methods a worker advertises, so the list of hooks a provider
+//! implements must be exact. It is derived, never kept by hand: each provider implements
+//! [`Provider::call`] with one `match` over [`Hook`], and [`Provider::hooks`] is the hooks that
+//! `match` answers. The napi layer exposes the trait as one class; the JavaScript plugin kit
+//! builds the `definePlugin` definition from `hooks()`; the error catalogue names hooks by
+//! [`Hook`] value.
+//!
+//! `setup` and `onShutdown` are not in the table: every plugin has both, and they take no params.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{BoxFuture, HostSink, ProviderResult};
+
+/// A plugin hook that takes params and resolves with a result (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hook {
+    Health,
+    ValidateConfig,
+    Probe,
+    AcquireLease,
+    ResumeLease,
+    ReleaseLease,
+    DestroyLease,
+    RealizeWorkspace,
+    Execute,
+    SyncIn,
+    SyncOut,
+    StartInteractiveSetup,
+    GetInteractiveSetup,
+    CancelInteractiveSetup,
+    CaptureTemplate,
+    DeleteTemplate,
+    LoginPtyOpen,
+    LoginPtyInput,
+    LoginPtyStop,
+    LoginPtyClose,
+    DuplexChannelOpen,
+    DuplexChannelWrite,
+    DuplexChannelStop,
+    DuplexChannelClose,
+}
+
+impl Hook {
+    /// Every hook, in the order a provider advertises them.
+    pub const ALL: &'static [Hook] = &[
+        Hook::Health,
+        Hook::ValidateConfig,
+        Hook::Probe,
+        Hook::AcquireLease,
+        Hook::ResumeLease,
+        Hook::ReleaseLease,
+        Hook::DestroyLease,
+        Hook::RealizeWorkspace,
+        Hook::Execute,
+        Hook::SyncIn,
+        Hook::SyncOut,
+        Hook::StartInteractiveSetup,
+        Hook::GetInteractiveSetup,
+        Hook::CancelInteractiveSetup,
+        Hook::CaptureTemplate,
+        Hook::DeleteTemplate,
+        Hook::LoginPtyOpen,
+        Hook::LoginPtyInput,
+        Hook::LoginPtyStop,
+        Hook::LoginPtyClose,
+        Hook::DuplexChannelOpen,
+        Hook::DuplexChannelWrite,
+        Hook::DuplexChannelStop,
+        Hook::DuplexChannelClose,
+    ];
+
+    /// The hook's method name in a `definePlugin` definition (`onEnvironmentAcquireLease`).
+    pub const fn js_name(self) -> &'static str {
+        match self {
+            Hook::Health => "onHealth",
+            Hook::ValidateConfig => "onEnvironmentValidateConfig",
+            Hook::Probe => "onEnvironmentProbe",
+            Hook::AcquireLease => "onEnvironmentAcquireLease",
+            Hook::ResumeLease => "onEnvironmentResumeLease",
+            Hook::ReleaseLease => "onEnvironmentReleaseLease",
+            Hook::DestroyLease => "onEnvironmentDestroyLease",
+            Hook::RealizeWorkspace => "onEnvironmentRealizeWorkspace",
+            Hook::Execute => "onEnvironmentExecute",
+            Hook::SyncIn => "onEnvironmentSyncIn",
+            Hook::SyncOut => "onEnvironmentSyncOut",
+            Hook::StartInteractiveSetup => "onEnvironmentStartInteractiveSetup",
+            Hook::GetInteractiveSetup => "onEnvironmentGetInteractiveSetup",
+            Hook::CancelInteractiveSetup => "onEnvironmentCancelInteractiveSetup",
+            Hook::CaptureTemplate => "onEnvironmentCaptureTemplate",
+            Hook::DeleteTemplate => "onEnvironmentDeleteTemplate",
+            Hook::LoginPtyOpen => "onLoginPtyOpen",
+            Hook::LoginPtyInput => "onLoginPtyInput",
+            Hook::LoginPtyStop => "onLoginPtyStop",
+            Hook::LoginPtyClose => "onLoginPtyClose",
+            Hook::DuplexChannelOpen => "onDuplexChannelOpen",
+            Hook::DuplexChannelWrite => "onDuplexChannelWrite",
+            Hook::DuplexChannelStop => "onDuplexChannelStop",
+            Hook::DuplexChannelClose => "onDuplexChannelClose",
+        }
+    }
+
+    /// The hook whose [`js_name`](Hook::js_name) this is.
+    pub fn from_js_name(name: &str) -> Option<Hook> {
+        Hook::ALL
+            .iter()
+            .copied()
+            .find(|hook| hook.js_name() == name)
+    }
+}
+
+impl std::fmt::Display for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.js_name())
+    }
+}
+
+/// What a hook resolves with: `Some(value)` (JSON `null` included), or `None` for JavaScript's
+/// `undefined`, which is what the lease-release and session hooks of the originals resolve with.
+pub type HookResult = ProviderResult<Option<Value>>;
+
+/// One running hook call.
+pub type HookFuture<'a> = BoxFuture<'a, HookResult>;
+
+/// A sandbox provider, as the napi layer drives it.
+pub trait Provider: Send + Sync {
+    /// `setup`: called once the worker has its ctx.
+    fn setup(&self, sink: &dyn HostSink);
+
+    /// The call of `hook`, or `None` when this provider does not implement it. Nothing runs
+    /// until the future is polled (so [`hooks`](Provider::hooks) can ask without side effects).
+    /// `sink` receives what the hook reports while it runs; a session hook keeps it for as
+    /// long as the session lives, and an execute call streams its output to it.
+    fn call<'a>(
+        &'a self,
+        hook: Hook,
+        params: &'a Value,
+        sink: Arc<dyn HostSink>,
+    ) -> Option<HookFuture<'a>>;
+
+    /// `onShutdown`: stops in-flight work within the host's grace period.
+    fn shutdown(&self) -> HookFuture<'_>;
+
+    /// The hooks this provider implements, in [`Hook::ALL`] order: exactly those
+    /// [`call`](Provider::call) answers.
+    fn hooks(&self) -> Vec<Hook> {
+        static NO_PARAMS: Value = Value::Null;
+        Hook::ALL
+            .iter()
+            .copied()
+            .filter(|&hook| {
+                self.call(hook, &NO_PARAMS, Arc::new(crate::NullSink))
+                    .is_some()
+            })
+            .collect()
+    }
+}
+
+/// A hook call that resolves with its value (`null` included).
+pub fn resolves<'a>(
+    call: impl Future<Output = ProviderResult<Value>> + Send + 'a,
+) -> HookFuture<'a> {
+    Box::pin(async move { call.await.map(Some) })
+}
+
+/// A hook call that may resolve with `undefined` (`Ok(None)`).
+pub fn resolves_maybe<'a>(
+    call: impl Future<Output = ProviderResult<Option<Value>>> + Send + 'a,
+) -> HookFuture<'a> {
+    Box::pin(call)
+}
+
+/// The message for hook params nested deeper than the bridge carries them (JavaScript's
+/// `JSON.stringify` runs out of stack, or the parser's nesting limit is reached). No host
+/// sends such params; a hostile caller gets this instead of an engine or parser internal.
+pub const PARAMS_TOO_DEEP: &str =
+    "Hook params are nested too deeply: at most 127 levels of arrays and objects are accepted.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hook_has_one_distinct_js_name() {
+        for hook in Hook::ALL {
+            assert_eq!(Hook::from_js_name(hook.js_name()), Some(*hook));
+            assert!(hook.js_name().starts_with("on"));
+        }
+        let mut names: Vec<_> = Hook::ALL.iter().map(|h| h.js_name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Hook::ALL.len());
+        assert_eq!(Hook::from_js_name("onShutdown"), None);
+        assert_eq!(Hook::from_js_name("setup"), None);
+    }
+}

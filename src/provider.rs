@@ -1,0 +1,180 @@
+//! `NativeProvider`: the one napi class over a provider's hook table ([`Provider`]).
+//!
+//! A factory per provider builds it; `hooks()` says which hooks it implements (plugin-kit builds
+//! the `definePlugin` definition from that list), `call(hook, params)` runs one of them, and
+//! `execute(params, log)` runs the execute hook with the call's bound `ctx.execution.log`.
+//!
+//! Params cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
+//! thread, so that params too deep for it (its stack runs out) become the catalogued
+//! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`; the parse and the hook run on the
+//! tokio runtime, never blocking the JS thread.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Function, JsObjectValue, Object, PromiseRaw, Unknown};
+use napi::{Env, ValueType};
+use napi_derive::napi;
+use sandbox_core::hook::PARAMS_TOO_DEEP;
+use sandbox_core::{Hook, HostSink, Provider, ProviderError};
+
+use crate::execution_log::ExecutionLogCallback;
+use crate::guard;
+use crate::host::{HostCallbacks, JsHost};
+use crate::outcome::{ExecuteOutcome, Outcome, parse_params};
+
+/// Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
+/// holding a large string: as an object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
+#[napi]
+pub struct NativeProvider {
+    provider: Arc<dyn Provider>,
+    host: Arc<JsHost>,
+}
+
+#[napi]
+impl NativeProvider {
+    /// The CreateOS provider (`crates/createos`), reporting to `host`.
+    #[napi(factory, catch_unwind)]
+    pub fn createos(host: Option<HostCallbacks>) -> Self {
+        Self::with(Arc::new(createos::CreateOsProvider::new()), host)
+    }
+
+    /// The Kubernetes provider (`crates/kubernetes`), reporting to `host`.
+    #[napi(factory, catch_unwind)]
+    pub fn kubernetes(host: Option<HostCallbacks>) -> Self {
+        Self::with(Arc::new(kubernetes::KubernetesProvider::new()), host)
+    }
+
+    /// The `definePlugin` names of the hooks this provider implements (`onEnvironmentProbe`,
+    /// ...): the methods the worker advertises, besides `setup` and `onShutdown`.
+    #[napi(catch_unwind)]
+    pub fn hooks(&self) -> Vec<String> {
+        self.provider
+            .hooks()
+            .into_iter()
+            .map(|hook| hook.js_name().to_owned())
+            .collect()
+    }
+
+    /// `setup`: called once the worker has its ctx.
+    #[napi(catch_unwind)]
+    pub fn setup(&self) -> String {
+        guard::sync(|| {
+            self.provider.setup(&self.host.for_call(None));
+            Outcome::nothing()
+        })
+        .into_json()
+    }
+
+    /// Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
+    /// Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
+    #[napi(catch_unwind, ts_args_type = "hook: string, params: unknown")]
+    pub fn call<'env>(
+        &self,
+        env: &'env Env,
+        hook: String,
+        params: Unknown<'env>,
+    ) -> napi::Result<PromiseRaw<'env, String>> {
+        let prepared = params_json(env, params)?;
+        let provider = Arc::clone(&self.provider);
+        let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
+        env.spawn_future(async move {
+            let outcome = guard::run(async move {
+                let params = match prepared.and_then(|text| parse_params(&text)) {
+                    Ok(params) => params,
+                    Err(failed) => return Outcome::error(failed),
+                };
+                let Some(hook) = Hook::from_js_name(&hook) else {
+                    return not_implemented(&hook);
+                };
+                match provider.call(hook, &params, sink) {
+                    Some(call) => call.await.into(),
+                    None => not_implemented(hook.js_name()),
+                }
+            })
+            .await;
+            Ok(outcome.into_json())
+        })
+    }
+
+    /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
+    /// the hook's async context by plugin-kit; the result waits until every chunk of output has
+    /// been handed to it.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: unknown, onOutput: (batch: string[]) => Promise<void> | undefined",
+        ts_return_type = "Promise<string | { value: unknown }>"
+    )]
+    pub fn execute<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+        on_output: ExecutionLogCallback,
+    ) -> napi::Result<PromiseRaw<'env, ExecuteOutcome>> {
+        let prepared = params_json(env, params)?;
+        let provider = Arc::clone(&self.provider);
+        let sink = Arc::new(self.host.for_call(Some(on_output)));
+        env.spawn_future(async move {
+            let outcome = guard::run(async move {
+                let params = match prepared.and_then(|text| parse_params(&text)) {
+                    Ok(params) => params,
+                    Err(failed) => return Outcome::error(failed),
+                };
+                let shared: Arc<dyn HostSink> = sink.clone();
+                let outcome = match provider.call(Hook::Execute, &params, shared) {
+                    Some(call) => call.await.into(),
+                    None => not_implemented(Hook::Execute.js_name()),
+                };
+                sink.delivered().await;
+                outcome
+            })
+            .await;
+            Ok(ExecuteOutcome(outcome))
+        })
+    }
+
+    /// `onShutdown`: stops in-flight work within the host's grace period.
+    #[napi]
+    pub async fn shutdown(&self) -> String {
+        let provider = Arc::clone(&self.provider);
+        guard::run(async move { provider.shutdown().await.into() })
+            .await
+            .into_json()
+    }
+}
+
+impl NativeProvider {
+    fn with(provider: Arc<dyn Provider>, host: Option<HostCallbacks>) -> Self {
+        Self {
+            provider,
+            host: JsHost::new(host),
+        }
+    }
+}
+
+/// A hook this provider does not advertise: plugin-kit only forwards advertised hooks, so this
+/// is a bug in the caller, reported as one.
+fn not_implemented(hook: &str) -> Outcome {
+    Outcome::error(ProviderError::new(format!(
+        "paperclip-sandbox-native internal error: {hook} has no native implementation"
+    )))
+}
+
+/// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failure for
+/// params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
+/// cycle: impossible in params the host parsed from JSON) is rethrown as JavaScript threw it.
+fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, ProviderError>> {
+    if matches!(params.get_type()?, ValueType::Undefined | ValueType::Null) {
+        return Ok(Ok("null".to_owned()));
+    }
+    let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
+    let stringify: Function<'_, Unknown<'_>, String> =
+        json.get_named_property_unchecked("stringify")?;
+    match stringify.call(params) {
+        Ok(text) => Ok(Ok(text)),
+        // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
+        Err(error) if error.reason.starts_with("RangeError") => {
+            Ok(Err(ProviderError::new(PARAMS_TOO_DEEP)))
+        }
+        Err(error) => Err(error),
+    }
+}

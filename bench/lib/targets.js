@@ -4,6 +4,8 @@
 const ratio = (a, b) => (!a || !b || !Number.isFinite(a.median) || !Number.isFinite(b.median) || b.median === 0 ? null : a.median / b.median);
 
 export const STALL_TARGET_MS = 20;
+/** The addon's own share of a cold start: import of the native package -> both providers constructed. */
+export const ADDON_LOAD_TARGET = { ms: 5, rssMiB: 3 };
 
 export function evaluateTargets(f) {
   const t = [];
@@ -35,5 +37,10 @@ export function evaluateTargets(f) {
       "max over runs, ms",
     );
   }
+  const load = f["coldStart.addon"];
+  const loadMs = load?.ms?.median ?? null;
+  check(`addon load (import -> both providers constructed) <= ${ADDON_LOAD_TARGET.ms} ms`, loadMs, loadMs !== null && loadMs <= ADDON_LOAD_TARGET.ms, "median ms, in-process");
+  const loadRss = load?.rssMiB?.median ?? null;
+  check(`addon load adds <= ${ADDON_LOAD_TARGET.rssMiB} MiB of RSS`, loadRss, loadRss !== null && loadRss <= ADDON_LOAD_TARGET.rssMiB, "median VmRSS added, MiB");
   return t;
 }

@@ -82,6 +82,31 @@ pub fn sync_source_repeated_directory(path: &std::path::Path) -> String {
         path.display()
     )
 }
+/// `followSymlinks` on a sync-out: the sandbox tree repeats a directory through links.
+pub fn sync_out_repeated_directory(remote: &str) -> String {
+    format!(
+        "CreateOS sync-out source {remote} repeats a directory through symbolic links; followSymlinks needs a tree without link loops or two links to one directory."
+    )
+}
+/// A file sync-out over the outbound bound ([`crate::sync::SYNC_OUT_FILE_LIMIT`]).
+pub fn sync_out_file_too_large(remote: &str) -> String {
+    format!(
+        "CreateOS sync-out file {remote} is larger than the 8 GiB limit; nothing was written to the target."
+    )
+}
+/// A PAX header or GNU long name / long link in a downloaded archive over the bound.
+pub fn archive_extended_header_too_large(size: u64) -> String {
+    format!(
+        "CreateOS archive has an extended header of {size} bytes (a PAX header or GNU long name), over the 1 MiB limit; nothing was extracted."
+    )
+}
+/// An archive entry would be written through a symbolic link in the destination.
+pub fn archive_through_symlink(path: &std::path::Path) -> String {
+    format!(
+        "CreateOS archive entry would be written through the symbolic link {}; links in the destination are never followed.",
+        path.display()
+    )
+}
 pub const TRANSFER_COMMAND_FAILED: &str = "CreateOS transfer command failed.";
 pub const DOWNLOAD_NO_BODY: &str = "CreateOS file download has no body.";
 pub const TRANSFER_KIND_UNSUPPORTED: &str = "Unsupported CreateOS transfer kind.";

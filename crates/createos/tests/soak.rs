@@ -3,7 +3,8 @@
 //! cut exec streams, malformed/unsuccessful/invalid replies, slow readiness, command timeouts).
 //!
 //! Also (issue 15): creates whose reply is lost after the sandbox was made (`after: true` on
-//! `POST /v1/sandboxes`), and worker shutdowns while an acquire waits on a slow reply.
+//! `POST /v1/sandboxes`, at random and in about one lifecycle in ten on purpose), and worker
+//! shutdowns while an acquire or a probe waits on a slow reply.
 //!
 //! Checked: every failure is a catalogued message (`error_catalog::explain`) or an explicitly
 //! allowed pass-through; the canary API key never shows up in an error, a log line, a streamed
@@ -55,6 +56,24 @@ const ACQUIRE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sandboxes/*/exec"),
     ("PUT", "/v1/sandboxes/*/files"),
 ];
+
+/// The routes a probe waits on (it creates a sandbox, runs a command in it, deletes it).
+const PROBE_ROUTES: &[(&str, &str, Option<&str>)] = &[
+    ("POST", "/v1/sandboxes", None),
+    ("GET", "/v1/sandboxes/*", None),
+    ("POST", "/v1/sandboxes/*/exec", Some("stream=true")),
+];
+
+/// A create whose reply is lost after the sandbox was made: dropped, cut into a 5xx, or
+/// replaced by an unreadable body.
+fn lost_create(rng: &mut SoakRng) -> Value {
+    let action = match rng.below(3) {
+        0 => json!({"kind": "drop", "after": true}),
+        1 => json!({"kind": "status", "status": *rng.pick(&[500u16, 502, 503]), "after": true}),
+        _ => json!({"kind": "malformedJson", "after": true}),
+    };
+    json!({"method": "POST", "path": "/v1/sandboxes", "action": action})
+}
 
 /// One random fault rule. `after: true` on `POST /v1/sandboxes` is a create whose reply is lost
 /// after the sandbox was made: the provider finds it by its acquisition label and deletes it
@@ -140,6 +159,10 @@ struct Tally {
     executed: usize,
     /// Acquires interrupted by a worker shutdown.
     shutdowns: usize,
+    /// Probes interrupted by a worker shutdown.
+    probe_shutdowns: usize,
+    /// Lifecycles whose first create had its reply lost on purpose.
+    lost_creates: usize,
     failures: BTreeMap<String, usize>,
 }
 
@@ -178,11 +201,20 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
             Duration::ZERO
         };
         h.emu.settings().set_transition_delay(transition);
+        if rng.chance(10) {
+            h.fault(lost_create(&mut rng));
+            tally.lost_creates += 1;
+        }
         for _ in 0..rng.below(3) {
             h.fault(random_fault(&mut rng));
         }
         let reuse = rng.chance(30);
         let params = h.run_params(json!({ "reuseLease": reuse }));
+        if rng.chance(5) {
+            shutdown_mid_probe(&h, &mut rng, &mut tally, seed).await;
+            assert_nothing_left(&h, seed, i).await;
+            continue;
+        }
         if rng.chance(8) {
             shutdown_mid_acquire(&h, &mut rng, &mut tally, seed, &params).await;
             assert_nothing_left(&h, seed, i).await;
@@ -212,12 +244,14 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
 
     h.emu.clear_faults();
     println!(
-        "createos soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left their sandbox (ID in the error, destroyed); {} shutdowns mid-acquire; failures {:#?}",
+        "createos soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left their sandbox (ID or label in the error, destroyed); {} lost create replies injected; {} shutdowns mid-acquire, {} mid-probe; failures {:#?}",
         started.elapsed(),
         tally.acquired,
         tally.executed,
         tally.unconfirmed,
+        tally.lost_creates,
         tally.shutdowns,
+        tally.probe_shutdowns,
         tally.failures
     );
     // Zero leaks, and the canary in no log line or streamed chunk.
@@ -290,6 +324,53 @@ async fn shutdown_mid_acquire(
         }
         Err(error) => {
             tally.failed(seed, "acquire during shutdown", &error.message);
+            if destroy_named_orphan(h, seed, &error.message).await {
+                tally.unconfirmed += 1;
+            }
+        }
+    }
+}
+
+/// A worker shutdown while a probe waits on a slow reply (its create, its readiness poll or
+/// its command), in a worker of its own: the probe reports (as data) or fails with a
+/// catalogued message and, when shutdown returns, the sandbox it made is gone.
+async fn shutdown_mid_probe(h: &Harness, rng: &mut SoakRng, tally: &mut Tally, seed: u64) {
+    let worker = createos::CreateOsProvider::with_options(createos::ProviderOptions {
+        pacer: createos::Pacer::new(Duration::ZERO),
+        host_api_key: createos::HostApiKey::Fixed(None),
+    });
+    let (method, path, query) = *rng.pick(PROBE_ROUTES);
+    let mut rule = json!({"method": method, "path": path, "nth": 1,
+        "action": {"kind": "delay", "ms": 30_000}});
+    if let Some(query) = query {
+        rule["query"] = json!(query);
+    }
+    let slow = h.fault(rule);
+    let params = h.params(json!({}));
+    let probe = worker.probe(&params, &*h.sink);
+    let stop = async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !h.emu.faults().iter().any(|f| f.id == slow && f.fired > 0)
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        worker.shutdown().await
+    };
+    let (probed, stopped) = tokio::join!(probe, stop);
+    assert_eq!(stopped, Ok(None), "seed {seed}: shutdown during probe");
+    no_canary(&format!("{probed:?}"));
+    tally.probe_shutdowns += 1;
+    match probed {
+        Ok(report) => {
+            if report["ok"] != json!(true) {
+                if let Some(summary) = report["summary"].as_str() {
+                    no_canary(summary);
+                }
+            }
+        }
+        Err(error) => {
+            tally.failed(seed, "probe during shutdown", &error.message);
             if destroy_named_orphan(h, seed, &error.message).await {
                 tally.unconfirmed += 1;
             }

@@ -1339,10 +1339,62 @@ pub(crate) const ENTRIES: &[Entry] = &[
         origin: Origin::Addition(LINK_LOOP),
         ..CREATEOS
     },
+    Entry {
+        code: "CREATEOS_SYNC_OUT_REPEATED_DIRECTORY",
+        template: "CreateOS sync-out source ${sourcePath} repeats a directory through symbolic links; followSymlinks needs a tree without link loops or two links to one directory.",
+        hooks: SYNC_OUT,
+        meaning: "A directory sync-out with `followSymlinks: true` found, walking the sandbox tree as `tar -h` would, a link loop or a directory reached twice (same device and inode); `tar -h` would have copied the tree again and again, so nothing was archived or downloaded.",
+        causes: &[
+            "A link loop in the sandbox directory, such as `a -> .` or `up -> ..`.",
+            "Two links to one directory, or a link to a directory that is also in the tree.",
+        ],
+        fix: "Remove the looping link in the sandbox (or add it to `exclude`), or sync out without `followSymlinks` so links are kept as links.",
+        origin: Origin::Addition(LINK_LOOP),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_SYNC_OUT_FILE_TOO_LARGE",
+        template: "CreateOS sync-out file ${sourcePath} is larger than the 8 GiB limit; nothing was written to the target.",
+        hooks: SYNC_OUT,
+        meaning: "A file sync-out declared or streamed more than 8 GiB (the outbound disk guard the Kubernetes provider has too; a sparse file counts at its full size). The download stopped as it passed the limit; the partial copy was removed and the target is unchanged.",
+        causes: &[
+            "A very large file in the sandbox.",
+            "A sparse file (for example one made with `truncate -s 10G`): it takes no disk in the sandbox, but its size is what would be copied.",
+        ],
+        fix: "Sync a smaller file, or split or compress it in the sandbox first.",
+        origin: Origin::Addition(HOST_BOUND),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_ARCHIVE_EXTENDED_HEADER_TOO_LARGE",
+        template: "CreateOS archive has an extended header of ${size} bytes (a PAX header or GNU long name), over the 1 MiB limit; nothing was extracted.",
+        hooks: SYNC_OUT,
+        meaning: "The archive of a directory sync-out carries a PAX extended header or a GNU long-name / long-link member larger than 1 MiB. Such a header is read into memory whole, so it is refused when its header block arrives, before it is read; nothing was extracted.",
+        causes: &[
+            "An archive forged in the sandbox (a replaced `tar`, or a tampered scratch file); real headers hold a path and a few fields.",
+        ],
+        fix: "Check the sandbox for a replaced `tar` or files with absurdly long names; sync out ordinary files.",
+        origin: Origin::Addition(HOST_BOUND),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_ARCHIVE_THROUGH_SYMLINK",
+        template: "CreateOS archive entry would be written through the symbolic link ${path}; links in the destination are never followed.",
+        hooks: SYNC_OUT,
+        meaning: "Extracting a directory sync-out reached a symbolic link where a directory of the entry's path should be: one already in the target on the host, or one the archive itself created before. Nothing is written through a link (that is how a sandbox could write outside the target); entries extracted before it stay.",
+        causes: &[
+            "A link left in the target by an earlier sync-out, with a directory of the same name in the sandbox now.",
+            "An archive forged in the sandbox with a link and then an entry beneath it.",
+        ],
+        fix: "Remove the link named in the message from the target (or sync out into a fresh directory), then sync again.",
+        origin: Origin::Addition(HOST_BOUND),
+        ..CREATEOS
+    },
 ];
 
 const PARAMS_DEPTH: &str = "Added by this implementation: the bridge carries params up to 127 levels deep; deeper params fail with this message instead of the JavaScript engine's `Maximum call stack size exceeded` or the JSON parser's recursion limit.";
 const JS_RUNTIME: &str = "The original raises this as a JavaScript runtime error for a malformed hook parameter; reproduced with the runtime's exact text, as the host would see it from the original.";
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
 const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
+const HOST_BOUND: &str = "Added by this implementation: the original wrote whatever the sandbox sent to the host (a sparse file at full size, a header of any size into memory, entries through links); this refuses it with a bound or a rule, before anything lands.";
 const LINK_LOOP: &str = "Added by this implementation (issue 15): the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";

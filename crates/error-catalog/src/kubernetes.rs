@@ -1477,9 +1477,35 @@ pub(crate) const ENTRIES: &[Entry] = &[
         origin: Origin::Addition(LINK_LOOP),
         ..K8S
     },
+    Entry {
+        code: "K8S_SYNC_OUT_THROUGH_SYMLINK",
+        template: "Kubernetes syncOut refusing to write a tarball member through the symbolic link ${path}",
+        hooks: SYNC_OUT,
+        meaning: "Extracting a sync-out reached a symbolic link where a directory of a member's path should be: one already in the target on the host (left by an earlier sync), or one the archive created before. Nothing is written through a link; members extracted before it stay.",
+        causes: &[
+            "A link left in the target by an earlier sync-out, with a directory of the same name in the pod now.",
+            "An archive forged in the pod with a link and then a member beneath it.",
+        ],
+        fix: "Remove the link named in the message from the target (or sync out into a fresh directory), then sync again.",
+        origin: Origin::Addition(HOST_BOUND),
+        ..K8S
+    },
+    Entry {
+        code: "K8S_SYNC_OUT_EXTENDED_HEADER_TOO_LARGE",
+        template: "Kubernetes syncOut refusing tarball with an extended header of ${size} bytes (a PAX header or GNU long name), over the 1 MiB limit",
+        hooks: SYNC_OUT,
+        meaning: "The pod's archive carries a PAX extended header or a GNU long-name / long-link member larger than 1 MiB. Such a header is read into memory whole, so it is refused when its header block arrives, before it is read; nothing was extracted.",
+        causes: &[
+            "An archive forged in the pod (a replaced `tar`); real headers hold a path and a few fields.",
+        ],
+        fix: "Check the pod for a replaced `tar` or files with absurdly long names; sync out ordinary files.",
+        origin: Origin::Addition(HOST_BOUND),
+        ..K8S
+    },
 ];
 
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
 const CLIENT: &str = "A message of the original's Kubernetes client library (`@kubernetes/client-node` 1.x) that the original passes through (kubernetes-errors.md §F); reproduced for the same cases.";
 const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
+const HOST_BOUND: &str = "Added by this implementation: the original let the pod's archive write through links already in the target and read headers of any size into memory; this refuses them, before anything lands.";
 const LINK_LOOP: &str = "Added by this implementation (issue 15): the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";

@@ -84,7 +84,7 @@ impl Confined {
             current = match open_dir_beneath(&current, part) {
                 Ok(fd) => fd,
                 Err(e) => match self.existing(&current, part) {
-                    Existing::Symlink => return Err(DirError::Symlink),
+                    Existing::Symlink => return Err(DirError::Symlink(depth + 1)),
                     Existing::Missing if create => {
                         rustix::fs::mkdirat(&current, *part, Mode::from_raw_mode(mode))
                             .map_err(|e| DirError::Io(io_error(e), depth + 1))?;
@@ -174,8 +174,8 @@ impl Confined {
 /// Why [`Confined::dir`] could not reach a directory.
 #[derive(Debug)]
 pub enum DirError {
-    /// A component is a symbolic link.
-    Symlink,
+    /// The component of this depth (1-based) is a symbolic link.
+    Symlink(usize),
     /// A component is empty, `.`, `..` or has a slash.
     Unsafe,
     /// A system call failed at the component of this depth (1-based).

@@ -21,6 +21,7 @@ pub mod hook;
 pub mod host;
 #[cfg(feature = "testing")]
 pub mod soak;
+pub mod sparse;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};
 pub use hook::{Hook, HookFuture, HookResult, Provider};

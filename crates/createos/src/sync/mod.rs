@@ -10,7 +10,12 @@
 //! - out, file: `cp` to the scratch path, `GET` it into an exclusive temp file beside the
 //!   target, set its mode (0600 unless given), rename it over the target;
 //! - out, directory: `tar -cf` to the scratch path, `GET` it, check every entry, create the
-//!   target (0700 unless given; never a symlink), extract.
+//!   target (0700 unless given; never a symlink), extract. With `followSymlinks`, a walk in the
+//!   sandbox first refuses a tree whose links loop or reach one directory twice (`tar -h`
+//!   would copy it again and again).
+//!
+//! Downloads are bounded as they stream (see [`transfer::download_file`]): 8 GiB for a file,
+//! the 10 GiB extraction limit for an archive, whose member headers are checked on arrival.
 //!
 //! Every sandbox command runs through streaming exec as `/bin/bash -c` behind a `realpath`
 //! guard. The host temp directory and the scratch file are removed whatever happens. After an
@@ -37,7 +42,8 @@ use js_compat::uuid::random_uuid;
 
 use paths::path_arg;
 pub(crate) use paths::{assert_remote_path, remote_guard};
-use transfer::{download_file, fs_error, make_temp_dir, upload_file};
+pub use transfer::SYNC_OUT_FILE_LIMIT;
+use transfer::{Download, download_file, fs_error, make_temp_dir, upload_file};
 
 /// Which way the files go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +227,12 @@ fn archive_error(error: ArchiveError) -> ProviderError {
         ArchiveError::RepeatedDirectory { path } => {
             ProviderError::new(messages::sync_source_repeated_directory(&path))
         }
+        ArchiveError::SymlinkTraversal { path } => {
+            ProviderError::new(messages::archive_through_symlink(&path))
+        }
+        ArchiveError::ExtendedHeaderTooLarge { size } => {
+            ProviderError::new(messages::archive_extended_header_too_large(size))
+        }
         other => ProviderError::new(other.node_message()),
     }
 }
@@ -235,10 +247,57 @@ async fn blocking<T: Send + 'static>(
         .map_err(archive_error)
 }
 
+/// A `tar --exclude` wildcard (`*`, `?`, `[...]`) as a POSIX extended regular expression.
+fn glob_to_ere(glob: &str) -> String {
+    let chars: Vec<char> = glob.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            '[' => match chars[i + 1..].iter().skip(1).position(|&c| c == ']') {
+                Some(end) => {
+                    let class: String = chars[i + 1..i + 2 + end].iter().collect();
+                    let class = class
+                        .strip_prefix('!')
+                        .map_or(class.clone(), |c| format!("^{c}"));
+                    out.push('[');
+                    out.push_str(&class);
+                    out.push(']');
+                    i += end + 2;
+                }
+                None => out.push_str("\\["),
+            },
+            c if "\\.^$+(){}|".contains(c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    out
+}
+
 impl Sync<'_> {
     /// A sandbox command: `/bin/bash -c <command>` in `cwd` through streaming exec, with the
     /// call's env; fails unless it exits 0 in time.
     async fn run(&self, command: &Value, cwd: &str, timeout_ms: Option<u64>) -> ProviderResult<()> {
+        let outcome = self.run_outcome(command, cwd, timeout_ms).await?;
+        if !outcome.succeeded() {
+            return Err(ProviderError::new(messages::TRANSFER_COMMAND_FAILED));
+        }
+        Ok(())
+    }
+
+    /// [`Sync::run`], returning how the command ended.
+    async fn run_outcome(
+        &self,
+        command: &Value,
+        cwd: &str,
+        timeout_ms: Option<u64>,
+    ) -> ProviderResult<crate::exec::ExecOutcome> {
         assert_remote_path(Some(&Value::from(cwd)))?;
         let mut params = self.params.clone();
         if let Some(map) = params.as_object_mut() {
@@ -250,11 +309,7 @@ impl Sync<'_> {
             Some(ms) => self.signal.with_timeout(ms),
             None => self.signal.clone(),
         };
-        let outcome = execute_stream(self.client, &params, &signal, None).await?;
-        if !outcome.succeeded() {
-            return Err(ProviderError::new(messages::TRANSFER_COMMAND_FAILED));
-        }
-        Ok(())
+        execute_stream(self.client, &params, &signal, None).await
     }
 
     /// One mapping: `(files, bytes)` transferred. The host temp directory and the scratch
@@ -352,6 +407,47 @@ impl Sync<'_> {
         }
     }
 
+    /// `followSymlinks` on a directory sync-out: walks the sandbox tree as `tar -h` will (GNU
+    /// `find -L`, excluded names pruned) and refuses it at the first directory reached twice:
+    /// a link loop (`a -> .`, which `find` reports itself) or a second path to one directory
+    /// (same device and inode). `tar -h` would copy such a tree again and again (until it
+    /// crashes, hundreds of megabytes later, for `a -> .`). The walk stops at the first repeat
+    /// and keeps one key per directory, so it is bounded by the tree; nothing the sandbox
+    /// prints reaches the message. Where `find` or `awk` is missing, the walk passes and `tar`
+    /// runs as before (exit status 3 is the walk's only verdict).
+    async fn check_followed_tree(&self, mapping: &Mapping, guard: &str) -> ProviderResult<()> {
+        let prune = mapping
+            .exclude
+            .iter()
+            .map(|p| shell_quote(&format!("*/{p}")).map(|q| format!("-path {q}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let prune = if prune.is_empty() {
+            String::new()
+        } else {
+            format!("\\( {} \\) -prune -o ", prune.join(" -o "))
+        };
+        // `find` reports a loop when it reaches the link, before `-prune` can skip it: a loop
+        // at an excluded name is let through by the same patterns, as regular expressions.
+        let excluded = mapping
+            .exclude
+            .iter()
+            .map(|p| format!("(^|/){}$", glob_to_ere(p)))
+            .collect::<Vec<_>>()
+            .join("|");
+        let command = format!(
+            "{guard} && test -d \"$resolved\" && cd -- \"$resolved\" && LC_ALL=C find -L . {prune}-type d -printf 'D %D:%i\\n' 2>&1 | PAPERCLIP_EXCLUDED={} awk '/^D / {{ if (seen[$2]++) exit 3; next }} /File system loop detected; / {{ p = $0; sub(/^.*File system loop detected; ./, \"\", p); sub(/. is part of the same file system loop.*$/, \"\", p); if (ENVIRON[\"PAPERCLIP_EXCLUDED\"] != \"\" && p ~ ENVIRON[\"PAPERCLIP_EXCLUDED\"]) next; exit 3 }}'",
+            shell_quote(&excluded)?
+        );
+        let outcome = self.run_outcome(&Value::from(command), CWD, None).await?;
+        // Any other ending (the guard failed, a tool is missing) is left to `tar` to report.
+        if outcome.exit_code.as_ref().and_then(Value::as_f64) == Some(3.0) {
+            return Err(ProviderError::new(messages::sync_out_repeated_directory(
+                &mapping.remote,
+            )));
+        }
+        Ok(())
+    }
+
     async fn receive(
         &self,
         mapping: &Mapping,
@@ -365,6 +461,9 @@ impl Sync<'_> {
                 format!("{guard} && test -f \"$resolved\" && cp -- \"$resolved\" {quoted}")
             }
             Kind::Directory => {
+                if mapping.follow_symlinks {
+                    self.check_followed_tree(mapping, &guard).await?;
+                }
                 let h = if mapping.follow_symlinks { "-h " } else { "" };
                 let excludes = mapping
                     .exclude
@@ -380,12 +479,19 @@ impl Sync<'_> {
         self.run(&Value::from(command), CWD, None).await?;
         let transfer = temp.join("data");
         let download_mode = mapping.mode.unwrap_or(0o600);
+        let bound = match mapping.kind {
+            Kind::File => Download::File {
+                remote: &mapping.remote,
+            },
+            Kind::Directory => Download::Archive,
+        };
         let bytes = download_file(
             self.client,
             self.id,
             scratch,
             &transfer,
             download_mode,
+            bound,
             self.signal,
         )
         .await?;
@@ -420,5 +526,20 @@ impl Sync<'_> {
                 Ok((files, bytes))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_to_ere;
+
+    #[test]
+    fn exclude_wildcards_become_extended_regular_expressions() {
+        assert_eq!(glob_to_ere("a"), "a");
+        assert_eq!(glob_to_ere("*.log"), ".*\\.log");
+        assert_eq!(glob_to_ere("c[0-9]?"), "c[0-9].");
+        assert_eq!(glob_to_ere("[!a]x"), "[^a]x");
+        assert_eq!(glob_to_ere("a[b"), "a\\[b");
+        assert_eq!(glob_to_ere("(x)|y+"), "\\(x\\)\\|y\\+");
     }
 }

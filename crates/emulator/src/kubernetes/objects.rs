@@ -168,6 +168,7 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
             }
         }
         ("agents.x-k8s.io", "sandboxes") => {
+            errs.extend(status_errors(rt, obj));
             if obj.pointer("/spec/podTemplate").is_none() {
                 errs.push(FieldError::required("spec.podTemplate", ""));
             } else {
@@ -200,6 +201,25 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// What the schema of a status says of `obj`: a Sandbox's conditions are metav1.Conditions,
+/// each with all five required fields (the agent-sandbox CRD).
+fn status_errors(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if (rt.group, rt.plural) == ("agents.x-k8s.io", "sandboxes")
+        && let Some(Value::Array(conditions)) = obj.pointer("/status/conditions")
+    {
+        for (i, condition) in conditions.iter().enumerate() {
+            for field in ["lastTransitionTime", "message", "reason", "status", "type"] {
+                if condition.get(field).is_none() {
+                    let at = format!("status.conditions[{i}].{field}");
+                    errs.push(FieldError::required(at, ""));
+                }
+            }
+        }
+    }
+    errs
+}
+
 /// Server-side defaults of a new object (after the uid is known).
 fn default_new(rt: &ResourceType, obj: &mut Value) {
     let uid = meta_str(obj, "uid").unwrap_or_default().to_string();
@@ -211,7 +231,7 @@ fn default_new(rt: &ResourceType, obj: &mut Value) {
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
         }
         ("", "pods") => {
-            default_pod_spec(&mut obj["spec"]);
+            default_pod_spec(&mut obj["spec"], true);
             obj["status"] = json!({ "phase": "Pending", "qosClass": qos_class(&obj["spec"]) });
         }
         ("", "secrets") => {
@@ -230,6 +250,15 @@ fn default_new(rt: &ResourceType, obj: &mut Value) {
         }
         ("batch", "jobs") => {
             let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            // A Job without labels takes its template's, as the template was sent (before the
+            // server adds the controller-uid and job-name labels to it); one with labels keeps
+            // them as they are.
+            let no_labels = obj["metadata"]["labels"]
+                .as_object()
+                .is_none_or(|l| l.is_empty());
+            if no_labels && let Some(l) = obj.pointer("/spec/template/metadata/labels").cloned() {
+                obj["metadata"]["labels"] = l;
+            }
             let spec = &mut obj["spec"];
             for (k, v) in [
                 ("backoffLimit", json!(6)),
@@ -257,13 +286,7 @@ fn default_new(rt: &ResourceType, obj: &mut Value) {
             ] {
                 labels[k] = json!(v);
             }
-            default_pod_spec(&mut spec["template"]["spec"]);
-            if obj.pointer("/metadata/labels/job-name").is_none() {
-                obj["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = json!(uid);
-                obj["metadata"]["labels"]["batch.kubernetes.io/job-name"] = json!(name);
-                obj["metadata"]["labels"]["controller-uid"] = json!(uid);
-                obj["metadata"]["labels"]["job-name"] = json!(name);
-            }
+            default_pod_spec(&mut spec["template"]["spec"], false);
             obj["status"] = json!({});
         }
         _ => {
@@ -276,19 +299,23 @@ fn default_new(rt: &ResourceType, obj: &mut Value) {
     }
 }
 
-fn default_pod_spec(spec: &mut Value) {
+/// The API's PodSpec defaults; `enableServiceLinks` and `priority` are set on pods only (by pod
+/// defaulting and the Priority admission plugin), never in a Job's pod template.
+fn default_pod_spec(spec: &mut Value, pod: bool) {
     if !spec.is_object() {
         return;
     }
+    let pod_only = [("enableServiceLinks", json!(true)), ("priority", json!(0))];
     for (k, v) in [
         ("restartPolicy", json!("Always")),
         ("terminationGracePeriodSeconds", json!(30)),
         ("dnsPolicy", json!("ClusterFirst")),
         ("schedulerName", json!("default-scheduler")),
         ("securityContext", json!({})),
-        ("enableServiceLinks", json!(true)),
-        ("priority", json!(0)),
-    ] {
+    ]
+    .into_iter()
+    .chain(pod_only.into_iter().filter(|_| pod))
+    {
         if spec.get(k).is_none() {
             spec[k] = v;
         }
@@ -440,6 +467,10 @@ pub fn merge_write(
             && let Some(m) = out.as_object_mut()
         {
             m.remove("status");
+        }
+        let errs = status_errors(rt, &out);
+        if !errs.is_empty() {
+            return Err(KubeError::invalid(rt, &name, errs));
         }
         return Ok(out);
     }

@@ -264,8 +264,14 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
                     .ok_or_else(|| KubeError::not_found(&rt, name))?;
                 return Ok(json_response(200, &app.render(&obj, &rt, &rr.version)));
             }
-            let (obj, _gone) =
+            let (obj, gone) =
                 app.delete_object(&k, propagation, grace, opts.get("preconditions"))?;
+            // As the real API server: an object deleted at once is answered with a `Status`
+            // (pods excepted, whose registry returns the object); one that now carries a
+            // deletionTimestamp (finalizers, foreground, grace) is returned as it stands.
+            if gone && rt.plural != "pods" {
+                return Ok(json_response(200, &deleted_status(&rt, name, &obj)));
+            }
             Ok(json_response(200, &app.render(&obj, &rt, &rr.version)))
         }
         ("DELETE", None, None) => {
@@ -530,4 +536,16 @@ fn pod_log(app: &App, rt: &ResourceType, key: &ObjKey, q: &Query) -> KubeResult<
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     Ok(r)
+}
+
+/// The `Status` a DELETE that removed the object at once answers with.
+fn deleted_status(rt: &ResourceType, name: &str, obj: &Value) -> Value {
+    let mut details = json!({"name": name, "kind": rt.plural});
+    if !rt.group.is_empty() {
+        details["group"] = json!(rt.group);
+    }
+    if let Some(uid) = meta_str(obj, "uid") {
+        details["uid"] = json!(uid);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }

@@ -15,8 +15,8 @@
 use std::path::Path;
 
 use sandbox_core::archive::{
-    ArchiveError, ArchivePolicy, EntryKind, Violation, extract_archive_skipping_specials,
-    gnu_hard_link_target,
+    ArchiveError, ArchivePolicy, EntryKind, Violation, entry_error,
+    extract_archive_skipping_specials, gnu_hard_link_target, open_checked,
 };
 
 /// A41.
@@ -36,30 +36,45 @@ pub fn escaping_link_message(name: &str, target: &str) -> String {
     )
 }
 
+/// An entry would be written through a link in the destination (never done).
+pub fn through_symlink_message(path: &Path) -> String {
+    format!(
+        "Kubernetes syncOut refusing to write a tarball member through the symbolic link {}",
+        path.display()
+    )
+}
+
+/// A PAX header or GNU long name / long link over the bound.
+pub fn extended_header_message(size: u64) -> String {
+    format!(
+        "Kubernetes syncOut refusing tarball with an extended header of {size} bytes (a PAX header or GNU long name), over the 1 MiB limit"
+    )
+}
+
 /// Why an archive is refused: the catalogued message, or the fs error as Node words it.
 fn archive_error_message(error: ArchiveError) -> String {
     match error {
         ArchiveError::Format => {
             unparseable_listing_message("the archive is not a readable tar stream")
         }
-        ArchiveError::Unsafe | ArchiveError::SymlinkTraversal => {
-            escaping_member_message("an entry would be written through a symbolic link")
-        }
+        ArchiveError::SymlinkTraversal { path } => through_symlink_message(&path),
+        ArchiveError::ExtendedHeaderTooLarge { size } => extended_header_message(size),
+        // The check above refused everything extraction refuses; this is a defensive net.
+        ArchiveError::Unsafe => escaping_member_message("an entry the archive check refused"),
         other => other.node_message(),
     }
 }
 
 /// Checks every member of the archive at `file`; the first refusal's message.
 pub fn assert_archive_confined(file: &Path) -> Result<(), String> {
-    let reader = std::fs::File::open(file)
-        .map_err(|e| sandbox_core::archive::node_fs_message(&e, "open", file))?;
-    let mut archive = tar::Archive::new(std::io::BufReader::new(reader));
+    // Extended headers over the bound are refused before the `tar` crate reads them.
+    let mut archive = open_checked(file).map_err(archive_error_message)?;
     let mut policy = ArchivePolicy::default();
     let entries = archive
         .entries()
-        .map_err(|_| archive_error_message(ArchiveError::Format))?;
+        .map_err(|e| archive_error_message(entry_error(e)))?;
     for entry in entries {
-        let entry = entry.map_err(|_| archive_error_message(ArchiveError::Format))?;
+        let entry = entry.map_err(|e| archive_error_message(entry_error(e)))?;
         let flag = entry.header().entry_type().as_byte();
         if matches!(flag, b'x' | b'g' | b'L' | b'K') {
             continue;

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver, kube-controller-manager and etcd from the Go module proxy into a cache
+# outside the repository, keyed by the Kubernetes release, and prints the directory holding the
+# three binaries. A cache that is complete is reused at once.
+#
+# The scratch module requires k8s.io/kubernetes at one release and pins every staging module
+# (k8s.io/api, k8s.io/apiserver, ...) that upstream's go.mod replaces with a local path to the
+# matching v0.x.y. etcd is the go.etcd.io/etcd/server/v3 release that this Kubernetes release
+# requires, built in the same module so that it shares the module graph and the build cache.
+#
+#   scripts/real-apiserver/build.sh            # build if needed, print the bin directory
+#   scripts/real-apiserver/build.sh --check    # print it if built, else exit 3 (never builds)
+#   KUBE_VERSION=v1.37.2 KUBE_BUILD_JOBS=2 scripts/real-apiserver/build.sh
+#
+# Environment: KUBE_VERSION (default v1.37.2), PAPERCLIP_KUBE_CACHE (default
+# ~/.cache/paperclip-sandbox), KUBE_BUILD_JOBS (go build -p, default 1: ~2 GiB of memory).
+set -euo pipefail
+
+kube_version=${KUBE_VERSION:-v1.37.2}
+cache_root=${PAPERCLIP_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/paperclip-sandbox}
+jobs=${KUBE_BUILD_JOBS:-1}
+dir="$cache_root/kube-$kube_version"
+bin="$dir/bin"
+
+complete() {
+  [ -f "$bin/COMPLETE" ] && [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kube-controller-manager" ] && [ -x "$bin/etcd" ]
+}
+
+if complete; then
+  echo "$bin"
+  exit 0
+fi
+if [ "${1:-}" = --check ]; then
+  echo "build.sh: kube-apiserver $kube_version is not built yet: run scripts/real-apiserver/build.sh (the first build takes 20-35 min on 2 cores; it is cached in $dir)" >&2
+  exit 3
+fi
+
+command -v go >/dev/null 2>&1 || {
+  echo "build.sh: the Go toolchain (go) is required to build kube-apiserver" >&2
+  exit 1
+}
+
+mkdir -p "$dir"
+# One build at a time per cache directory; a second caller waits, then finds it complete.
+exec 9>"$dir/.lock"
+flock 9
+if complete; then
+  echo "$bin"
+  exit 0
+fi
+
+# `staging` is a version: Kubernetes release vX.Y.Z ships its staging modules as v0.Y.Z.
+staging_version="v0.${kube_version#v1.}"
+src="$dir/src"
+rm -rf "$src" "$bin.partial"
+mkdir -p "$src" "$bin.partial"
+cd "$src"
+start=$(date +%s)
+
+upstream_mod=$(go mod download -json "k8s.io/kubernetes@$kube_version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+[ -f "$upstream_mod" ] || { echo "build.sh: could not download k8s.io/kubernetes@$kube_version" >&2; exit 1; }
+staging=$(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*#\1#p' "$upstream_mod")
+[ -n "$staging" ] || { echo "build.sh: no staging replacements found in k8s.io/kubernetes@$kube_version's go.mod" >&2; exit 1; }
+
+{
+  echo "module paperclipkube"
+  echo
+  echo "go 1.26.0"
+  echo
+  echo "require k8s.io/kubernetes $kube_version"
+  echo
+  echo "replace ("
+  for m in $staging; do echo "	$m => $m $staging_version"; done
+  echo ")"
+} >go.mod
+cat >tools.go <<'GO'
+//go:build tools
+
+package paperclipkube
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)
+GO
+go mod tidy
+etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+
+echo "build.sh: building kube-apiserver and kube-controller-manager $kube_version, etcd $etcd_version (go build -p=$jobs)" >&2
+go build -p="$jobs" -trimpath -o "$bin.partial/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+go build -p="$jobs" -trimpath -o "$bin.partial/etcd" go.etcd.io/etcd/server/v3
+{
+  echo "kubernetes $kube_version"
+  echo "etcd $etcd_version"
+  go version
+  echo "built in $(($(date +%s) - start)) s"
+} >"$bin.partial/COMPLETE"
+rm -rf "$bin"
+mv "$bin.partial" "$bin"
+echo "build.sh: built in $(($(date +%s) - start)) s into $bin" >&2
+echo "$bin"

@@ -43,16 +43,17 @@ pub struct Outcome {
 /// is always `JSON.stringify(params ?? null)` ([`crate::provider`]), so a failure here is a bug
 /// in the bridge, reported as one. A lone UTF-16 surrogate, which a JS string may hold and
 /// `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node writes it
-/// wherever a string becomes UTF-8 ([`sandbox_core::json::lone_surrogates_replaced`]); that
+/// wherever a string becomes UTF-8 ([`js_compat::json::lone_surrogates_replaced`]); that
 /// second pass runs only when the first parse failed. Params nested deeper than the parser's
 /// limit fail with the catalogued [`sandbox_core::hook::PARAMS_TOO_DEEP`].
 pub fn parse_params(text: &str) -> Result<Value, ProviderError> {
-    let parsed = serde_json::from_str(text).or_else(|error| {
-        match sandbox_core::json::lone_surrogates_replaced(text) {
-            Some(repaired) => serde_json::from_str(&repaired),
-            None => Err(error),
-        }
-    });
+    let parsed =
+        serde_json::from_str(text).or_else(
+            |error| match js_compat::json::lone_surrogates_replaced(text) {
+                Some(repaired) => serde_json::from_str(&repaired),
+                None => Err(error),
+            },
+        );
     parsed.map_err(|error| {
         // serde_json refuses a 128th level of nesting: params V8 could still stringify.
         if error.to_string().starts_with("recursion limit exceeded") {

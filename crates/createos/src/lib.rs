@@ -7,7 +7,6 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod exec;
-mod js;
 pub mod lease;
 pub mod messages;
 pub mod ndjson;

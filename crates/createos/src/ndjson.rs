@@ -8,9 +8,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::js::{json_parse, utf16_len};
 use crate::messages;
-use sandbox_core::utf8::Utf8Decoder;
+use js_compat::{json, string, utf8::Utf8Decoder};
 
 /// Longest frame, in UTF-16 units of decoded text (the original compared JS string lengths).
 pub const MAX_FRAME_UNITS: usize = 1_048_576;
@@ -72,10 +71,10 @@ impl<S: ChunkSource> NdjsonReader<S> {
                 let end = start + newline;
                 self.offset = end + 1;
                 let line = &self.pending[start..end];
-                if line.len() > MAX_FRAME_UNITS && utf16_len(line) > MAX_FRAME_UNITS {
+                if line.len() > MAX_FRAME_UNITS && string::utf16_len(line) > MAX_FRAME_UNITS {
                     return Err(Error::msg(messages::FRAME_TOO_LARGE));
                 }
-                if sandbox_core::json::js_trim(line).is_empty() {
+                if string::trim(line).is_empty() {
                     continue;
                 }
                 return parse_frame(line).map(Some);
@@ -83,13 +82,13 @@ impl<S: ChunkSource> NdjsonReader<S> {
             let rest = &self.pending[self.offset..];
             if !self.remainder_checked {
                 self.remainder_checked = true;
-                if rest.len() > MAX_FRAME_UNITS && utf16_len(rest) > MAX_FRAME_UNITS {
+                if rest.len() > MAX_FRAME_UNITS && string::utf16_len(rest) > MAX_FRAME_UNITS {
                     return Err(Error::msg(messages::FRAME_TOO_LARGE));
                 }
             }
             let Some(source) = self.source.as_mut() else {
                 // The end: a non-blank remainder is the last frame.
-                if sandbox_core::json::js_trim(rest).is_empty() {
+                if string::trim(rest).is_empty() {
                     return Ok(None);
                 }
                 let frame = parse_frame(rest);
@@ -117,7 +116,7 @@ impl<S: ChunkSource> NdjsonReader<S> {
 }
 
 fn parse_frame(line: &str) -> Result<Map<String, Value>> {
-    match json_parse(line) {
+    match json::parse(line) {
         Some(Value::Object(frame)) => Ok(frame),
         _ => Err(Error::msg(messages::INVALID_FRAME)),
     }

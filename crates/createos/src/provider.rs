@@ -13,11 +13,12 @@ use serde_json::{Value, json};
 use crate::client::{Clients, HostApiKey};
 use crate::config;
 use crate::exec::execute_stream;
-use crate::js::{lease_of, truthy};
+use crate::lease::lease_of;
 use crate::lease::state::{CWD, SessionEntry, WorkerState, metadata_matches};
 use crate::lease::{acquire, probe, release, resume};
 use crate::messages;
 use crate::pacer::Pacer;
+use js_compat::value;
 
 /// How a provider reaches the API. The defaults are the production ones.
 #[derive(Debug, Clone)]
@@ -153,7 +154,7 @@ impl CreateOsProvider {
         _sink: &dyn HostSink,
     ) -> ProviderResult<Value> {
         let lease = lease_of(params)?;
-        if !truthy(lease.get("providerLeaseId"))
+        if !value::truthy(lease.get("providerLeaseId"))
             || !metadata_matches(params, lease.get("metadata"))?
         {
             return Err(ProviderError::new(messages::WORKSPACE_LEASE_MISMATCH));

@@ -14,15 +14,13 @@ use std::time::Duration;
 
 use createos::{CreateOsProvider, HostApiKey, Pacer, ProviderOptions};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use sandbox_core::fuzz::{self, JsonShape, Properties, SyncFixture, bounded, runner};
 use sandbox_core::{NullSink, ProviderError};
 use serde_json::{Map, Value, json};
 
 const CANARY: &str = "canary-secret-fuzz-91e4d07a";
 /// No service listens here: a request fails with a refused connection, without delay.
 const DEAD_URL: &str = "http://127.0.0.1:9";
-/// Bound of one hook call (a hang fails the property).
-const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Keys the providers read somewhere, so that random objects hit real code paths.
 const KEYS: &[&str] = &[
@@ -81,66 +79,32 @@ const KEYS: &[&str] = &[
     "toString",
 ];
 
-fn cases() -> u32 {
-    if let Ok(n) = std::env::var("PROPTEST_CASES") {
-        return n.parse().expect("PROPTEST_CASES is a count");
-    }
-    match std::env::var("PAPERCLIP_SOAK").as_deref() {
-        Ok("long") => 4096,
-        _ => 256,
-    }
-}
+static SHAPE: JsonShape = JsonShape {
+    keys: KEYS,
+    floats: &[0.5, -0.0, 1e308, 86_400_001.0, 59.9],
+    integers: &[60, 86_400_000],
+    strings: &[
+        "",
+        " ",
+        "\0",
+        "a\nb",
+        "../..",
+        "/",
+        "/paperclip-workspace",
+        "createos",
+        "file",
+        "directory",
+        "s-1vcpu-1gb",
+        "sb_0123456789abcdef",
+    ],
+};
 
-fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => proptest::sample::select(KEYS).prop_map(str::to_owned),
-        1 => "[a-zA-Z_]{0,8}",
-    ]
-}
-
-fn leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        prop_oneof![
-            Just(0.5),
-            Just(-0.0),
-            Just(1e308),
-            Just(86_400_001.0),
-            Just(59.9)
-        ]
-        .prop_map(|f| json!(f)),
-        prop_oneof![0i64..100_000, Just(60), Just(86_400_000)].prop_map(|n| json!(n)),
-        "\\PC{0,16}".prop_map(Value::String),
-        prop_oneof![
-            Just(""),
-            Just(" "),
-            Just("\0"),
-            Just("a\nb"),
-            Just("../.."),
-            Just("/"),
-            Just("/paperclip-workspace"),
-            Just("createos"),
-            Just("file"),
-            Just("directory"),
-            Just("s-1vcpu-1gb"),
-            Just("sb_0123456789abcdef"),
-        ]
-        .prop_map(|s| json!(s)),
-    ]
-}
-
-/// Arbitrary JSON, at most a few levels deep.
-fn any_json() -> impl Strategy<Value = Value> {
-    leaf().prop_recursive(3, 24, 5, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::btree_map(key(), inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
+static PROPERTIES: Properties = Properties {
+    canary: CANARY,
+    secret: "key",
+    pass_through,
+    catalogued: |message| error_catalog::explain(message).is_some(),
+};
 
 /// `apiUrl` values that never reach a real host.
 fn safe_url() -> impl Strategy<Value = Value> {
@@ -160,7 +124,7 @@ fn config() -> impl Strategy<Value = Value> {
     prop_oneof![
         4 => (
             safe_url(),
-            proptest::collection::btree_map(key(), any_json(), 0..4)
+            proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..4)
         )
             .prop_map(|(url, extra)| {
                 let mut config = json!({ "apiKey": CANARY, "shape": "s-1vcpu-1gb", "timeoutMs": 2000 });
@@ -170,7 +134,7 @@ fn config() -> impl Strategy<Value = Value> {
                 config["apiUrl"] = url;
                 config
             }),
-        1 => any_json().prop_filter_map("no object (an object needs a safe apiUrl)", |v| {
+        1 => SHAPE.any_json().prop_filter_map("no object (an object needs a safe apiUrl)", |v| {
             (!v.is_object()).then_some(v)
         }),
     ]
@@ -180,7 +144,7 @@ fn config() -> impl Strategy<Value = Value> {
 fn params() -> impl Strategy<Value = Value> {
     (
         config(),
-        proptest::collection::btree_map(key(), any_json(), 0..6),
+        proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..6),
         any::<bool>(),
     )
         .prop_map(|(config, extra, with_lease)| {
@@ -211,31 +175,10 @@ fn params() -> impl Strategy<Value = Value> {
 }
 
 /// Messages that are not in the catalogue on purpose, each with its reason. `None`: not allowed.
-fn pass_through(message: &str) -> Option<&'static str> {
-    // V8's TypeError for a property read of null/undefined (the original read `config.apiUrl`
-    // and friends without a guard).
-    if message.starts_with("Cannot read properties of ") {
-        return Some("V8 TypeError text of an unguarded property read");
-    }
-    // V8's TypeError for `for…of` over a non-iterable (`params.operations`, `operation.files`).
-    if message.ends_with(" is not iterable") {
-        return Some("V8 TypeError text of an unguarded for-of");
-    }
-    // V8's TypeError for a string/array method called on another type (`value.includes`).
-    if message.ends_with(" is not a function") {
-        return Some("V8 TypeError text of a method call on the wrong type");
-    }
-    // Node's ERR_INVALID_ARG_TYPE (`path.resolve(null)` in the original's sync).
-    if message.starts_with("The \"") && message.contains("\" argument must be ") {
-        return Some("Node ERR_INVALID_ARG_TYPE text");
-    }
-    // Node's fs errors (`ENOENT: no such file or directory, lstat '…'`).
-    if let Some((code, _)) = message.split_once(": ")
-        && code.len() > 1
-        && code.starts_with('E')
-        && code.chars().all(|c| c.is_ascii_uppercase())
-    {
-        return Some("Node fs errno text");
+fn pass_through(error: &ProviderError) -> Option<&'static str> {
+    let message = error.message.as_str();
+    if let Some(reason) = fuzz::node_pass_through(message) {
+        return Some(reason);
     }
     if message.starts_with("Cannot convert ") || message.starts_with("Cannot use 'in' operator") {
         return Some("V8 TypeError text of a conversion of the wrong type");
@@ -243,52 +186,22 @@ fn pass_through(message: &str) -> Option<&'static str> {
     None
 }
 
-/// The property every failure must satisfy.
-fn check_error(what: &str, input: &Value, error: &ProviderError) -> Result<(), TestCaseError> {
-    prop_assert!(
-        !error.message.contains(CANARY),
-        "{what}: the key leaked: {error:?}"
-    );
-    prop_assert!(
-        error_catalog::explain(&error.message).is_some() || pass_through(&error.message).is_some(),
-        "{what}: uncatalogued error {:?} for {input}",
-        error.message
-    );
-    Ok(())
-}
-
-fn check_result(what: &str, result: &Value) -> Result<(), TestCaseError> {
-    prop_assert!(
-        !result.to_string().contains(CANARY),
-        "{what}: the key in a result: {result}"
-    );
-    Ok(())
-}
-
-fn runner() -> TestRunner {
-    TestRunner::new(Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
-    })
-}
-
 #[test]
 fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
     runner()
-        .run(&any_json(), |raw| {
+        .run(&SHAPE.any_json(), |raw| {
             match createos::config::parse_config(&raw) {
                 Ok(_) => {}
-                Err(error) => check_error("parse_config", &raw, &error)?,
+                Err(error) => PROPERTIES.check_error("parse_config", &raw, &error)?,
             }
             let validated = CreateOsProvider::new().validate_config(&json!({ "config": raw }));
-            check_result("validate_config", &validated)?;
+            PROPERTIES.check_result("validate_config", &validated)?;
             if let Some(errors) = validated.get("errors").and_then(Value::as_array) {
                 for message in errors {
                     let message = message.as_str().unwrap_or_default();
                     prop_assert!(
                         error_catalog::explain(message).is_some()
-                            || pass_through(message).is_some(),
+                            || pass_through(&ProviderError::new(message)).is_some(),
                         "validate_config: uncatalogued {message:?} for {raw}"
                     );
                 }
@@ -303,7 +216,7 @@ fn valid_looking_configs_with_arbitrary_fields() {
     runner()
         .run(&config(), |raw| {
             if let Err(error) = createos::config::parse_config(&raw) {
-                check_error("parse_config", &raw, &error)?;
+                PROPERTIES.check_error("parse_config", &raw, &error)?;
             }
             // `normalizedConfig` is the host's own config handed back for the host to persist
             // (the contract, as in the original), so it carries the key by design; the rest of
@@ -312,48 +225,15 @@ fn valid_looking_configs_with_arbitrary_fields() {
             if let Some(object) = validated.as_object_mut() {
                 object.remove("normalizedConfig");
             }
-            check_result("validate_config", &validated)?;
+            PROPERTIES.check_result("validate_config", &validated)?;
             Ok(())
         })
         .unwrap();
 }
 
-macro_rules! hooks {
-    ($provider:expr, $params:expr, $($name:ident),+ $(,)?) => {{
-        let mut outcomes: Vec<(&'static str, Option<Result<Option<Value>, ProviderError>>)> = Vec::new();
-        $(
-            let outcome = tokio::time::timeout(HOOK_TIMEOUT, $provider.$name($params, &NullSink))
-                .await
-                .ok()
-                .map(|r| r.map(OptionLike::into_option));
-            outcomes.push((stringify!($name), outcome));
-        )+
-        outcomes
-    }};
-}
-
-/// `Value` and `Option<Value>` results alike.
-trait OptionLike {
-    fn into_option(self) -> Option<Value>;
-}
-impl OptionLike for Value {
-    fn into_option(self) -> Option<Value> {
-        Some(self)
-    }
-}
-impl OptionLike for Option<Value> {
-    fn into_option(self) -> Option<Value> {
-        self
-    }
-}
-
 #[test]
 fn every_hook_with_arbitrary_params() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = fuzz::runtime();
     let provider = Arc::new(CreateOsProvider::with_options(ProviderOptions {
         pacer: Pacer::new(Duration::ZERO),
         host_api_key: HostApiKey::Fixed(None),
@@ -364,7 +244,7 @@ fn every_hook_with_arbitrary_params() {
             let outcomes = rt.block_on(async {
                 let p = &*provider;
                 let params = &params;
-                let mut outcomes = hooks!(
+                let mut outcomes = sandbox_core::fuzz_hooks!(
                     p,
                     params,
                     probe,
@@ -383,17 +263,9 @@ fn every_hook_with_arbitrary_params() {
                     delete_template,
                 );
                 let sink: Arc<dyn sandbox_core::HostSink> = Arc::new(NullSink);
-                let login =
-                    tokio::time::timeout(HOOK_TIMEOUT, p.login_pty_open(params, sink.clone()))
-                        .await
-                        .ok()
-                        .map(|r| r.map(Some));
+                let login = bounded(p.login_pty_open(params, sink.clone())).await;
                 outcomes.push(("login_pty_open", login));
-                let duplex =
-                    tokio::time::timeout(HOOK_TIMEOUT, p.duplex_channel_open(params, sink))
-                        .await
-                        .ok()
-                        .map(|r| r.map(Some));
+                let duplex = bounded(p.duplex_channel_open(params, sink)).await;
                 outcomes.push(("duplex_channel_open", duplex));
                 for (name, outcome) in [
                     ("login_pty_input", p.login_pty_input(params).await),
@@ -413,15 +285,7 @@ fn every_hook_with_arbitrary_params() {
                 ));
                 outcomes
             });
-            for (name, outcome) in outcomes {
-                match outcome {
-                    None => prop_assert!(false, "{name} hung on {params}"),
-                    Some(Ok(Some(result))) => check_result(name, &result)?,
-                    Some(Ok(None)) => {}
-                    Some(Err(error)) => check_error(name, &params, &error)?,
-                }
-            }
-            Ok(())
+            PROPERTIES.check_outcomes(&params, outcomes)
         })
         .unwrap();
 }
@@ -445,19 +309,23 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
         Just(json!("relative")),
         Just(json!("/a\nb")),
         Just(json!("/a\0b")),
-        any_json(),
+        SHAPE.any_json(),
     ];
     (
-        prop_oneof![Just(json!("file")), Just(json!("directory")), any_json()],
-        prop_oneof![3 => host, 1 => any_json()],
+        prop_oneof![
+            Just(json!("file")),
+            Just(json!("directory")),
+            SHAPE.any_json()
+        ],
+        prop_oneof![3 => host, 1 => SHAPE.any_json()],
         remote,
         prop_oneof![
             Just(Value::Null),
             Just(json!(0o644)),
             Just(json!("0755")),
-            any_json()
+            SHAPE.any_json()
         ],
-        prop_oneof![Just(Value::Null), any_json()],
+        prop_oneof![Just(Value::Null), SHAPE.any_json()],
         any::<bool>(),
     )
         .prop_map(|(kind, host, remote, mode, exclude, follow)| {
@@ -479,12 +347,12 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
 }
 
 fn operations(root: String) -> impl Strategy<Value = Value> {
-    let command = (any_json(), any_json(), any_json()).prop_map(
+    let command = (SHAPE.any_json(), SHAPE.any_json(), SHAPE.any_json()).prop_map(
         |(command, cwd, timeout)| json!({ "command": command, "cwd": cwd, "timeoutMs": timeout }),
     );
     proptest::collection::vec(
         (
-            any_json(),
+            SHAPE.any_json(),
             proptest::collection::vec(mapping(root), 0..3),
             prop_oneof![Just(Value::Null), proptest::collection::vec(command, 0..2).prop_map(Value::Array)],
         )
@@ -498,17 +366,8 @@ fn operations(root: String) -> impl Strategy<Value = Value> {
 
 #[test]
 fn sync_mappings_with_arbitrary_fields() {
-    let fixture =
-        Fixture(std::env::temp_dir().join(format!("createos-fuzz-sync-{}", std::process::id())));
-    let root = fixture.0.clone();
-    std::fs::create_dir_all(root.join("dir")).unwrap();
-    std::fs::write(root.join("file.txt"), "fuzz").unwrap();
-    std::fs::write(root.join("dir/inner.txt"), "fuzz").unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let fixture = SyncFixture::new("createos-fuzz-sync");
+    let rt = fuzz::runtime();
     let provider = CreateOsProvider::with_options(ProviderOptions {
         pacer: Pacer::new(Duration::ZERO),
         host_api_key: HostApiKey::Fixed(None),
@@ -518,42 +377,29 @@ fn sync_mappings_with_arbitrary_fields() {
     let config =
         json!({ "apiUrl": DEAD_URL, "apiKey": CANARY, "shape": "s-1vcpu-1gb", "timeoutMs": 2000 });
     runner()
-        .run(&operations(root.display().to_string()), |operations| {
-            let params = json!({ "driverKey": "createos", "companyId": "co_fuzz",
+        .run(
+            &operations(fixture.root().display().to_string()),
+            |operations| {
+                let params = json!({ "driverKey": "createos", "companyId": "co_fuzz",
                 "environmentId": "env_fuzz", "config": config,
                 "lease": { "providerLeaseId": "sb_fuzz", "metadata": metadata },
                 "operations": operations });
-            let (sync_in, sync_out) = rt.block_on(async {
-                (
-                    tokio::time::timeout(HOOK_TIMEOUT, provider.sync_in(&params, &NullSink)).await,
-                    tokio::time::timeout(HOOK_TIMEOUT, provider.sync_out(&params, &NullSink)).await,
-                )
-            });
-            for (name, outcome) in [("sync_in", sync_in), ("sync_out", sync_out)] {
-                match outcome {
-                    Err(_) => prop_assert!(false, "{name} hung on {params}"),
-                    Ok(Ok(result)) => check_result(name, &result)?,
-                    Ok(Err(error)) => check_error(name, &params, &error)?,
-                }
-            }
-            Ok(())
-        })
+                let outcomes = rt.block_on(async {
+                    vec![
+                        (
+                            "sync_in",
+                            bounded(provider.sync_in(&params, &NullSink)).await,
+                        ),
+                        (
+                            "sync_out",
+                            bounded(provider.sync_out(&params, &NullSink)).await,
+                        ),
+                    ]
+                });
+                PROPERTIES.check_outcomes(&params, outcomes)
+            },
+        )
         .unwrap();
     // Nothing was written next to the fixtures (the API was never reachable).
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    drop(fixture);
-    assert_eq!(names, ["dir", "file.txt"]);
-}
-
-/// A fixture directory, removed however the test ends.
-struct Fixture(std::path::PathBuf);
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    assert_eq!(fixture.top_names(), ["dir", "file.txt"]);
 }

@@ -363,10 +363,10 @@ async fn shutdown_mid_probe(h: &Harness, rng: &mut SoakRng, tally: &mut Tally, s
     tally.probe_shutdowns += 1;
     match probed {
         Ok(report) => {
-            if report["ok"] != json!(true) {
-                if let Some(summary) = report["summary"].as_str() {
-                    no_canary(summary);
-                }
+            if report["ok"] != json!(true)
+                && let Some(summary) = report["summary"].as_str()
+            {
+                no_canary(summary);
             }
         }
         Err(error) => {

@@ -45,8 +45,10 @@
 //!   the scripted test cluster behind the `testing` feature);
 //! - [`exec`]: commands in a pod over the exec websocket (buffered, streaming, tty);
 //! - [`sync`]: native file sync (tar streams both ways, confined to the workspace);
-//! - [`login`]: the login-PTY sessions of a worker;
-//! - `js`, `js_date`: the JavaScript semantics the original's behaviour depends on.
+//! - [`login`]: the login-PTY sessions of a worker.
+//!
+//! The JavaScript semantics the original's behaviour depends on (truthiness, `Number#toString`,
+//! `Date.parse`, `JSON.stringify`, ...) come from the `js-compat` crate.
 //!
 //! The re-exports below are what the addon and other crates use: the provider, its config, and
 //! the config stage of the hooks (which the golden vectors check on their own).
@@ -56,8 +58,6 @@ pub mod cluster;
 pub mod config;
 pub mod exec;
 pub mod hooks;
-pub mod js;
-pub mod js_date;
 pub mod lease;
 pub mod login;
 mod provider;

@@ -12,7 +12,6 @@
 //! fails. Cases: `PROPTEST_CASES` (default 256 per property, 4,096 under `PAPERCLIP_SOAK=long`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kubernetes::KubernetesProvider;
 use kubernetes::cluster::PodExec;
@@ -21,13 +20,11 @@ use kubernetes::exec::{
 };
 use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
-use sandbox_core::{BoxFuture, NullSink, ProviderError};
+use sandbox_core::fuzz::{self, JsonShape, Properties, SyncFixture, bounded, runner, runtime};
+use sandbox_core::{BoxFuture, ProviderError};
 use serde_json::{Map, Value, json};
 
 const CANARY: &str = "canary-kube-token-fuzz-3a8c";
-/// Bound of one hook call (a hang fails the property).
-const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 /// What the fake pod exec answers.
 const NO_POD: &str = "fuzz: no pod to exec in";
 
@@ -103,72 +100,38 @@ const KEYS: &[&str] = &[
     "__proto__",
 ];
 
-fn cases() -> u32 {
-    if let Ok(n) = std::env::var("PROPTEST_CASES") {
-        return n.parse().expect("PROPTEST_CASES is a count");
-    }
-    match std::env::var("PAPERCLIP_SOAK").as_deref() {
-        Ok("long") => 4096,
-        _ => 256,
-    }
-}
+static SHAPE: JsonShape = JsonShape {
+    keys: KEYS,
+    floats: &[0.5, -0.0, 1e308, -1.0],
+    integers: &[60, 86_400],
+    strings: &[
+        "",
+        " ",
+        "\0",
+        "a\nb",
+        "../..",
+        "/",
+        "/workspace",
+        "sandbox-cr",
+        "job",
+        "cilium",
+        "standard",
+        "claude_local",
+        "acme",
+        "100m",
+        "1Gi",
+        "10.0.0.0/8",
+        "pc-01hzzzzzzzzzzzzzzzzzzzzzzz",
+        "2030-01-01T00:00:00.000Z",
+    ],
+};
 
-fn runner() -> TestRunner {
-    TestRunner::new(Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
-    })
-}
-
-fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => proptest::sample::select(KEYS).prop_map(str::to_owned),
-        1 => "[a-zA-Z_]{0,8}",
-    ]
-}
-
-fn leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        prop_oneof![Just(0.5), Just(-0.0), Just(1e308), Just(-1.0)].prop_map(|f| json!(f)),
-        prop_oneof![0i64..100_000, Just(60), Just(86_400)].prop_map(|n| json!(n)),
-        "\\PC{0,16}".prop_map(Value::String),
-        prop_oneof![
-            Just(""),
-            Just(" "),
-            Just("\0"),
-            Just("a\nb"),
-            Just("../.."),
-            Just("/"),
-            Just("/workspace"),
-            Just("sandbox-cr"),
-            Just("job"),
-            Just("cilium"),
-            Just("standard"),
-            Just("claude_local"),
-            Just("acme"),
-            Just("100m"),
-            Just("1Gi"),
-            Just("10.0.0.0/8"),
-            Just("pc-01hzzzzzzzzzzzzzzzzzzzzzzz"),
-            Just("2030-01-01T00:00:00.000Z"),
-        ]
-        .prop_map(|s| json!(s)),
-    ]
-}
-
-fn any_json() -> impl Strategy<Value = Value> {
-    leaf().prop_recursive(3, 24, 5, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::btree_map(key(), inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
+static PROPERTIES: Properties = Properties {
+    canary: CANARY,
+    secret: "token",
+    pass_through,
+    catalogued: |message| error_catalog::explain(message).is_some(),
+};
 
 /// A connection that never reaches a real cluster.
 fn connection() -> impl Strategy<Value = (Option<Value>, Option<Value>)> {
@@ -188,7 +151,7 @@ fn config() -> impl Strategy<Value = Value> {
     prop_oneof![
         4 => (
             connection(),
-            proptest::collection::btree_map(key(), any_json(), 0..4),
+            proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..4),
         )
             .prop_map(|((kubeconfig, in_cluster), extra)| {
                 let mut config = json!({ "companySlug": "acme", "backend": "sandbox-cr",
@@ -207,14 +170,14 @@ fn config() -> impl Strategy<Value = Value> {
                 }
                 config
             }),
-        1 => any_json().prop_filter_map("no object", |v| (!v.is_object()).then_some(v)),
+        1 => SHAPE.any_json().prop_filter_map("no object", |v| (!v.is_object()).then_some(v)),
     ]
 }
 
 fn params() -> impl Strategy<Value = Value> {
     (
         config(),
-        proptest::collection::btree_map(key(), any_json(), 0..6),
+        proptest::collection::btree_map(SHAPE.key(), SHAPE.any_json(), 0..6),
         any::<bool>(),
     )
         .prop_map(|(config, extra, with_lease)| {
@@ -274,43 +237,7 @@ fn pass_through(error: &ProviderError) -> Option<&'static str> {
     if m == NO_POD {
         return Some("the fake pod exec of this test");
     }
-    if m.starts_with("Cannot read properties of ")
-        || m.ends_with(" is not iterable")
-        || m.ends_with(" is not a function")
-    {
-        return Some("V8 TypeError text of an unguarded JS operation");
-    }
-    if m.starts_with("The \"") && m.contains("\" argument must be ") {
-        return Some("Node ERR_INVALID_ARG_TYPE text");
-    }
-    if let Some((code, _)) = m.split_once(": ")
-        && code.len() > 1
-        && code.starts_with('E')
-        && code.chars().all(|c| c.is_ascii_uppercase())
-    {
-        return Some("Node fs errno text");
-    }
-    None
-}
-
-fn check_error(what: &str, input: &Value, error: &ProviderError) -> Result<(), TestCaseError> {
-    prop_assert!(
-        !error.message.contains(CANARY),
-        "{what}: the token leaked: {error:?}"
-    );
-    prop_assert!(
-        error_catalog::explain(&error.message).is_some() || pass_through(error).is_some(),
-        "{what}: uncatalogued error {error:?} for {input}"
-    );
-    Ok(())
-}
-
-fn check_result(what: &str, result: &Value) -> Result<(), TestCaseError> {
-    prop_assert!(
-        !result.to_string().contains(CANARY),
-        "{what}: the token in a result: {result}"
-    );
-    Ok(())
+    fuzz::node_pass_through(m)
 }
 
 /// `validateConfig`'s `normalizedConfig` is the host's own config handed back for the host to
@@ -324,23 +251,16 @@ fn without_normalized_config(result: &Value) -> Value {
     result
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
-    let strategy = prop_oneof![any_json(), config()];
+    let strategy = prop_oneof![SHAPE.any_json(), config()];
     runner()
         .run(&strategy, |raw| {
             let params = json!({ "config": raw, "companyId": "c-1" });
             match kubernetes::validate_config(&params) {
                 Ok(result) => {
-                    check_result("validate_config", &without_normalized_config(&result))?;
+                    PROPERTIES
+                        .check_result("validate_config", &without_normalized_config(&result))?;
                     for message in result
                         .get("errors")
                         .and_then(Value::as_array)
@@ -354,43 +274,14 @@ fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
                         );
                     }
                 }
-                Err(error) => check_error("validate_config", &raw, &error)?,
+                Err(error) => PROPERTIES.check_error("validate_config", &raw, &error)?,
             }
             if let Err(error) = kubernetes::parse_config_for_hook(&params) {
-                check_error("parse_config_for_hook", &raw, &error)?;
+                PROPERTIES.check_error("parse_config_for_hook", &raw, &error)?;
             }
             Ok(())
         })
         .unwrap();
-}
-
-/// `Value` and `Option<Value>` results alike.
-trait OptionLike {
-    fn into_option(self) -> Option<Value>;
-}
-impl OptionLike for Value {
-    fn into_option(self) -> Option<Value> {
-        Some(self)
-    }
-}
-impl OptionLike for Option<Value> {
-    fn into_option(self) -> Option<Value> {
-        self
-    }
-}
-
-macro_rules! hooks {
-    ($provider:expr, $params:expr, $($name:ident),+ $(,)?) => {{
-        let mut outcomes: Vec<(&'static str, Option<Result<Option<Value>, ProviderError>>)> = Vec::new();
-        $(
-            let outcome = tokio::time::timeout(HOOK_TIMEOUT, $provider.$name($params, &NullSink))
-                .await
-                .ok()
-                .map(|r| r.map(OptionLike::into_option));
-            outcomes.push((stringify!($name), outcome));
-        )+
-        outcomes
-    }};
 }
 
 #[test]
@@ -402,7 +293,7 @@ fn every_hook_with_arbitrary_params() {
             let outcomes = rt.block_on(async {
                 let p = &provider;
                 let params = &params;
-                let mut outcomes = hooks!(
+                let mut outcomes = sandbox_core::fuzz_hooks!(
                     p,
                     params,
                     probe,
@@ -418,23 +309,14 @@ fn every_hook_with_arbitrary_params() {
                     login_pty_stop,
                     login_pty_close,
                 );
-                let sink: Arc<dyn sandbox_core::HostSink> = Arc::new(NullSink);
-                let open = tokio::time::timeout(HOOK_TIMEOUT, p.login_pty_open(params, sink))
-                    .await
-                    .ok()
-                    .map(|r| r.map(OptionLike::into_option));
-                outcomes.push(("login_pty_open", open));
+                let sink: Arc<dyn sandbox_core::HostSink> = Arc::new(sandbox_core::NullSink);
+                outcomes.push((
+                    "login_pty_open",
+                    bounded(p.login_pty_open(params, sink)).await,
+                ));
                 outcomes
             });
-            for (name, outcome) in outcomes {
-                match outcome {
-                    None => prop_assert!(false, "{name} hung on {params}"),
-                    Some(Ok(Some(result))) => check_result(name, &result)?,
-                    Some(Ok(None)) => {}
-                    Some(Err(error)) => check_error(name, &params, &error)?,
-                }
-            }
-            Ok(())
+            PROPERTIES.check_outcomes(&params, outcomes)
         })
         .unwrap();
 }
@@ -479,13 +361,17 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
         Just(json!("relative")),
         Just(json!("/a\nb")),
         Just(json!("/a\0b")),
-        any_json(),
+        SHAPE.any_json(),
     ];
     (
-        prop_oneof![Just(json!("file")), Just(json!("directory")), any_json()],
-        prop_oneof![3 => host, 1 => any_json()],
+        prop_oneof![
+            Just(json!("file")),
+            Just(json!("directory")),
+            SHAPE.any_json()
+        ],
+        prop_oneof![3 => host, 1 => SHAPE.any_json()],
         remote,
-        prop_oneof![Just(Value::Null), Just(json!(420)), any_json()],
+        prop_oneof![Just(Value::Null), Just(json!(420)), SHAPE.any_json()],
         any::<bool>(),
     )
         .prop_map(|(kind, host, remote, mode, swap)| {
@@ -495,13 +381,13 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
 }
 
 fn operations(root: String) -> impl Strategy<Value = Value> {
-    let command = (any_json(), any_json())
+    let command = (SHAPE.any_json(), SHAPE.any_json())
         .prop_map(|(command, cwd)| json!({ "command": command, "cwd": cwd }));
     prop_oneof![
-        1 => any_json(),
+        1 => SHAPE.any_json(),
         4 => proptest::collection::vec(
             (
-                any_json(),
+                SHAPE.any_json(),
                 proptest::collection::vec(mapping(root), 0..3),
                 prop_oneof![
                     Just(Value::Null),
@@ -519,12 +405,7 @@ fn operations(root: String) -> impl Strategy<Value = Value> {
 
 #[test]
 fn sync_mappings_with_arbitrary_fields() {
-    let fixture =
-        Fixture(std::env::temp_dir().join(format!("k8s-fuzz-sync-{}", std::process::id())));
-    let root = fixture.0.clone();
-    std::fs::create_dir_all(root.join("dir")).unwrap();
-    std::fs::write(root.join("file.txt"), "fuzz").unwrap();
-    std::fs::write(root.join("dir/inner.txt"), "fuzz").unwrap();
+    let fixture = SyncFixture::new("k8s-fuzz-sync");
     let rt = runtime();
     let target = SyncTarget {
         exec: Arc::new(NoPod),
@@ -532,40 +413,32 @@ fn sync_mappings_with_arbitrary_fields() {
         pod: "pc-1-pod".into(),
     };
     runner()
-        .run(&operations(root.display().to_string()), |raw| {
+        .run(&operations(fixture.root().display().to_string()), |raw| {
             let operations = SyncOperation::parse_all(Some(&raw));
-            let (sync_in, sync_out) = rt.block_on(async {
-                (
-                    tokio::time::timeout(
-                        HOOK_TIMEOUT,
-                        perform_sync_in(&target, &operations, "/workspace", 2000),
-                    )
-                    .await,
-                    tokio::time::timeout(
-                        HOOK_TIMEOUT,
-                        perform_sync_out(&target, &operations, "/workspace", 2000, None),
-                    )
-                    .await,
-                )
+            let outcomes = rt.block_on(async {
+                vec![
+                    (
+                        "sync_in",
+                        bounded(perform_sync_in(&target, &operations, "/workspace", 2000)).await,
+                    ),
+                    (
+                        "sync_out",
+                        bounded(perform_sync_out(
+                            &target,
+                            &operations,
+                            "/workspace",
+                            2000,
+                            None,
+                        ))
+                        .await,
+                    ),
+                ]
             });
-            for (name, outcome) in [("sync_in", sync_in), ("sync_out", sync_out)] {
-                match outcome {
-                    Err(_) => prop_assert!(false, "{name} hung on {raw}"),
-                    Ok(Ok(result)) => check_result(name, &result)?,
-                    Ok(Err(error)) => check_error(name, &raw, &error)?,
-                }
-            }
-            Ok(())
+            PROPERTIES.check_outcomes(&raw, outcomes)
         })
         .unwrap();
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    drop(fixture);
     assert_eq!(
-        names,
+        fixture.top_names(),
         ["dir", "file.txt"],
         "sync wrote next to the fixtures"
     );
@@ -595,13 +468,4 @@ fn sync_in_of_a_directory_as_a_file_fails_like_node_copyfile() {
     );
     assert!(error.message.starts_with(&prefix), "{}", error.message);
     assert!(error.message.ends_with("/stage/0'"), "{}", error.message);
-}
-
-/// A fixture directory, removed however the test ends.
-struct Fixture(std::path::PathBuf);
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

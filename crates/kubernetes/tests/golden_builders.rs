@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use js_compat::value;
 use kubernetes::builders::string_map::{from_json_object, string_map_object};
 use kubernetes::builders::{
     CiliumNetworkPolicyInput, JobManifestInput, LabelsInput, NetworkPolicyInput,
@@ -18,7 +19,6 @@ use kubernetes::builders::{
 };
 use kubernetes::config::adapters::{AdapterDefaults, resolve_run_adapter_type};
 use kubernetes::exec::command::{sh_quote, wrap_command_with_env};
-use kubernetes::js::js_truthy;
 use kubernetes::lease::expiry::compute_bounded_lease_deadline;
 use kubernetes::lease::precheck::prepare_acquire;
 use sandbox_core::golden::{Case, load_cases, mismatches, outcome};
@@ -174,7 +174,7 @@ fn call(function: &str, args: &Value) -> ProviderResult<Value> {
             .as_str()
             .into()),
         "resolveImagePullPolicy" => {
-            let preloaded = js_truthy(args.get("preloadedImages"));
+            let preloaded = value::truthy(args.get("preloadedImages"));
             Ok(
                 resolve_image_pull_policy(string(&args["image"])?, preloaded)
                     .as_str()

@@ -60,6 +60,13 @@ impl ProviderError {
         self
     }
 
+    /// V8's `TypeError` for reading `property` of `undefined` or `null` (`receiver`), which the
+    /// original surfaced verbatim.
+    pub fn cannot_read_properties(receiver: &str, property: &str) -> Self {
+        Self::new(js_compat::value::cannot_read_properties(receiver, property))
+            .with_class(ErrorClass::TypeError)
+    }
+
     pub fn with_code(mut self, code: i64) -> Self {
         self.code = Some(code);
         self
@@ -88,6 +95,16 @@ mod tests {
         assert_eq!(err.to_string(), "CreateOS requires an API URL.");
         assert_eq!(err.code, Some(404));
         assert_eq!(err.class.as_str(), "Error");
+    }
+
+    #[test]
+    fn property_reads_of_nothing_are_type_errors() {
+        let err = ProviderError::cannot_read_properties("null", "apiUrl");
+        assert_eq!(
+            err.message,
+            "Cannot read properties of null (reading 'apiUrl')"
+        );
+        assert_eq!(err.class, ErrorClass::TypeError);
     }
 
     #[test]

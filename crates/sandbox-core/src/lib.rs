@@ -3,18 +3,25 @@
 //! The provider crates know nothing of Node: they take JSON-shaped params, report through a
 //! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
 //! Each implements [`Provider`], the one hook table ([`Hook`]) the napi layer drives.
-//! The napi layer (`src/` of the root package) only converts and bridges.
+//! The napi layer (`src/` of the root package) only converts and bridges. The JavaScript
+//! semantics the providers reproduce live in the `js-compat` crate.
+//!
+//! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
+//! recorded golden vectors, `soak` drives the reliability soaks and `fuzz` holds the shared
+//! half of the property fuzzing.
 
 pub mod archive;
 pub mod confined;
 pub mod error;
+#[cfg(feature = "testing")]
+pub mod fuzz;
+#[cfg(feature = "testing")]
 pub mod golden;
 pub mod hook;
 pub mod host;
-pub mod json;
+#[cfg(feature = "testing")]
 pub mod soak;
 pub mod sparse;
-pub mod utf8;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};
 pub use hook::{Hook, HookFuture, HookResult, Provider};

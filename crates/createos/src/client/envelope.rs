@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::js::json_parse;
 use crate::messages;
+use js_compat::json;
 
 /// The `data` of a success envelope. The body must be a JSON object (anything else, including a
 /// body that could not be read, is invalid JSON), `status` must be exactly `"success"`, and
@@ -27,7 +27,7 @@ pub(crate) fn envelope_data(body: Option<&[u8]>) -> Result<Map<String, Value>> {
 /// `JSON.parse`.
 fn parse_body(bytes: &[u8]) -> Option<Value> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    json_parse(&String::from_utf8_lossy(bytes))
+    json::parse(&String::from_utf8_lossy(bytes))
 }
 
 /// The original's `object(value)`: a non-null, non-array object.

@@ -252,36 +252,12 @@ impl CreateOsClient {
         signal: &Signal,
     ) -> Result<()> {
         let id = identifier_str(id)?;
-        let path = format!("/sandboxes/{id}/files?path={}", encode_uri_component(path));
+        let path = format!(
+            "/sandboxes/{id}/files?path={}",
+            js_compat::uri::encode_uri_component(path)
+        );
         self.request(Method::PUT, &path, Body::Octets(content), Some(signal))
             .await
             .map(drop)
-    }
-}
-
-/// JS `encodeURIComponent`: everything but `A-Z a-z 0-9 - _ . ! ~ * ' ( )` is percent-encoded
-/// as UTF-8.
-pub fn encode_uri_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::encode_uri_component;
-
-    #[test]
-    fn encodes_like_encode_uri_component() {
-        assert_eq!(
-            encode_uri_component("/paperclip-workspace/a b/é~'()*!"),
-            "%2Fpaperclip-workspace%2Fa%20b%2F%C3%A9~'()*!"
-        );
     }
 }

@@ -10,6 +10,7 @@ use super::{CreateOsClient, identifier, identifier_str, object};
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::string;
 
 /// How often a transition or a conflicting fork is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -137,7 +138,7 @@ impl CreateOsClient {
         let selector = format!("{ACQUISITION_LABEL}={token}");
         let path = format!(
             "/sandboxes?label={}",
-            super::encode_uri_component(&selector)
+            js_compat::uri::encode_uri_component(&selector)
         );
         let data = self.json(Method::GET, &path, None, signal).await?;
         let Some(Value::Array(sandboxes)) = data.get("sandboxes") else {
@@ -164,10 +165,9 @@ impl CreateOsClient {
             .await?;
         match data.get("default") {
             Some(Value::String(default))
-                if !sandbox_core::json::js_trim(default).is_empty()
-                    && !default.contains(['\0', '\r', '\n']) =>
+                if !string::trim(default).is_empty() && !default.contains(['\0', '\r', '\n']) =>
             {
-                Ok(sandbox_core::json::js_trim(default).to_owned())
+                Ok(string::trim(default).to_owned())
             }
             _ => Err(Error::msg(messages::ROOTFS_DEFAULT_INVALID)),
         }

@@ -4,8 +4,8 @@
 //! V8 `TypeError` when reading a property of either, and yields `undefined` for a property of any
 //! other non-object. Modelling `undefined` as `None` keeps those outcomes exact.
 
-use sandbox_core::json::{is_nullish, js_trim};
-use sandbox_core::{ErrorClass, ProviderError};
+use js_compat::{string, value};
+use sandbox_core::ProviderError;
 use serde_json::Value;
 
 use super::messages;
@@ -20,24 +20,20 @@ pub(crate) fn read<'a>(
     key: &'static str,
 ) -> Result<Option<&'a Value>, ProviderError> {
     match target {
-        None => Err(read_of_nothing("undefined", key)),
-        Some(Value::Null) => Err(read_of_nothing("null", key)),
+        None => Err(ProviderError::cannot_read_properties("undefined", key)),
+        Some(Value::Null) => Err(ProviderError::cannot_read_properties("null", key)),
         Some(Value::Object(map)) => Ok(map.get(key)),
         Some(_) => Ok(None),
     }
 }
 
-/// V8's message for a property read on `null`/`undefined`; the original surfaced it verbatim.
-fn read_of_nothing(what: &str, key: &str) -> ProviderError {
-    ProviderError::new(format!(
-        "Cannot read properties of {what} (reading '{key}')"
-    ))
-    .with_class(ErrorClass::TypeError)
-}
-
 /// The value unless it is JS-nullish (`null` or absent).
 pub(crate) fn present(value: Option<&Value>) -> Option<&Value> {
-    if is_nullish(value) { None } else { value }
+    if value::is_nullish(value) {
+        None
+    } else {
+        value
+    }
 }
 
 /// NUL, CR or LF anywhere: such values could split headers or commands later, so lists and map
@@ -51,7 +47,9 @@ pub(crate) fn has_nul_or_line_break(text: &str) -> bool {
 /// `networkEgress` lists.
 pub(crate) fn clean_entry(value: &Value) -> Option<&str> {
     match value {
-        Value::String(s) if !js_trim(s).is_empty() && !has_nul_or_line_break(s) => Some(js_trim(s)),
+        Value::String(s) if !string::trim(s).is_empty() && !has_nul_or_line_break(s) => {
+            Some(string::trim(s))
+        }
         _ => None,
     }
 }
@@ -66,8 +64,8 @@ pub(crate) fn text(
         return Ok(None);
     };
     match value {
-        Value::String(s) if !js_trim(s).is_empty() && !s.contains('\0') => {
-            Ok(Some(js_trim(s).to_owned()))
+        Value::String(s) if !string::trim(s).is_empty() && !s.contains('\0') => {
+            Ok(Some(string::trim(s).to_owned()))
         }
         _ => Err(ProviderError::new(messages::not_a_non_empty_string(key))),
     }

@@ -12,8 +12,8 @@ mod resolve;
 mod tests;
 
 use indexmap::{IndexMap, IndexSet};
+use js_compat::{json, string, value};
 use sandbox_core::ProviderError;
-use sandbox_core::json::{is_js_integer, js_assign, js_entries, js_ordered, js_trim};
 use serde_json::{Map, Value, json};
 
 pub use api_url::OFFICIAL_API_URL;
@@ -151,7 +151,7 @@ fn bounded_integer(value: Option<&Value>, default: u64, min: u64, max: u64) -> O
     let Some(value) = present(value) else {
         return Some(default);
     };
-    if !is_js_integer(value) {
+    if !value::is_integer(value) {
         return None;
     }
     let number = value.as_f64()?;
@@ -171,16 +171,16 @@ fn parse_rootfs_by_adapter(
         return Err(ProviderError::new(messages::ROOTFS_BY_ADAPTER_NOT_OBJECT));
     };
     let mut assigned = Map::new();
-    for (adapter, rootfs) in js_entries(entries) {
-        let key = js_trim(adapter);
+    for (adapter, rootfs) in json::entries(entries) {
+        let key = string::trim(adapter);
         let key_ok = !key.is_empty() && !has_nul_or_line_break(key);
         let rootfs = clean_entry(rootfs)
             .filter(|_| key_ok)
             .ok_or_else(|| ProviderError::new(messages::ROOTFS_BY_ADAPTER_BAD_ENTRY))?;
-        js_assign(&mut assigned, key.to_owned(), Value::from(rootfs));
+        json::assign(&mut assigned, key.to_owned(), Value::from(rootfs));
     }
     // Trimming can turn a key into an array index (" 1" -> "1"), which JS lists first.
-    Ok(js_ordered(assigned)
+    Ok(json::ordered(assigned)
         .into_iter()
         .filter_map(|(adapter, rootfs)| match rootfs {
             Value::String(rootfs) => Some((adapter, rootfs)),

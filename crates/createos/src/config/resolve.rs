@@ -1,8 +1,8 @@
 //! Values derived from a parsed config at lease time: the API key, the egress allowlist and the
 //! root filesystem. Validation does not call these, so their errors surface on first use.
 
+use js_compat::string;
 use sandbox_core::ProviderError;
-use sandbox_core::json::js_trim;
 use serde_json::Value;
 
 use super::js_input::{clean_entry, has_nul_or_line_break, present, read};
@@ -27,7 +27,7 @@ pub fn resolve_api_key(
     // Only an absent config key falls back (`??`); the env value is trimmed, the config one
     // already was.
     let key = configured
-        .or_else(|| env_api_key.map(js_trim))
+        .or_else(|| env_api_key.map(string::trim))
         .unwrap_or("");
     // CR/LF/NUL would corrupt the request header.
     if key.is_empty() || has_nul_or_line_break(key) {

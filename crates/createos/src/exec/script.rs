@@ -11,11 +11,10 @@
 //!
 //! With no variables the last line reads `exec env  'cmd'` (two spaces).
 
-use sandbox_core::json::js_entries;
+use js_compat::{json, value};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::js::truthy;
 use crate::messages;
 
 /// `'value'` with every `'` written as `'"'"'`. NUL cannot be passed to a process at all.
@@ -114,7 +113,7 @@ fn is_env_name(key: &str) -> bool {
 /// quoting with a V8 `TypeError`, reproduced here with the same text.
 pub fn script_for_params(params: &Value) -> Result<String> {
     let command = params.get("command");
-    if !truthy(command) {
+    if !value::truthy(command) {
         return Err(Error::msg(messages::COMMAND_REQUIRED));
     }
     let env = env_entries(params.get("env"))?;
@@ -135,7 +134,7 @@ pub fn script_for_params(params: &Value) -> Result<String> {
         Some(_) => return Err(Error::type_error("params.args is not iterable")),
     }
     let cwd = match params.get("cwd") {
-        cwd if !truthy(cwd) => None,
+        cwd if !value::truthy(cwd) => None,
         Some(Value::String(cwd)) => Some(cwd.as_str()),
         _ => return Err(Error::type_error("value.includes is not a function")),
     };
@@ -161,7 +160,7 @@ fn env_entries(env: Option<&Value>) -> Result<Vec<String>> {
         }
     };
     match env {
-        Some(Value::Object(map)) => js_entries(map)
+        Some(Value::Object(map)) => json::entries(map)
             .into_iter()
             .map(|(key, value)| render(key, value))
             .collect(),

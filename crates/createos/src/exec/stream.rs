@@ -5,8 +5,9 @@
 //! call *return* `{exitCode: null, timedOut: true, …}` with the output so far; any other abort
 //! fails with `CreateOS command was cancelled.`.
 
+use crate::lease::lease_of;
+use js_compat::{number, value};
 use reqwest::Method;
-use sandbox_core::json::is_js_integer;
 use sandbox_core::{HostSink, OutputStream, ProviderError};
 use serde_json::{Value, json};
 
@@ -14,7 +15,6 @@ use super::script::script_for_params;
 use super::tail::Output;
 use crate::client::{Body, CreateOsClient, identifier};
 use crate::error::{Error, Result};
-use crate::js::{js_number, lease_of};
 use crate::messages;
 use crate::ndjson::NdjsonReader;
 use crate::signal::Signal;
@@ -149,7 +149,7 @@ async fn read_frames(
             return Err(Error::msg(messages::COMMAND_STREAM_ERROR));
         }
         match frame.get("exit_code") {
-            Some(code) if is_js_integer(code) => return Ok(js_number(code)),
+            Some(code) if value::is_integer(code) => return Ok(number::normalized(code)),
             _ => return Err(Error::msg(messages::INVALID_COMMAND_EVENT)),
         }
     }

@@ -3,7 +3,7 @@
 
 use sandbox_core::{HostSink, OutputStream};
 
-use crate::js::utf16_len;
+use js_compat::string;
 
 /// Captured tail per stream, in UTF-16 units.
 pub const MAX_CAPTURE_UNITS: usize = 4_194_304;
@@ -40,7 +40,7 @@ impl Tail {
     /// Appends `text`; returns whether anything had to be cut.
     pub fn push(&mut self, text: &str) -> bool {
         self.buf.push_str(text);
-        self.units += utf16_len(text);
+        self.units += string::utf16_len(text);
         if self.units <= self.limit {
             return false;
         }

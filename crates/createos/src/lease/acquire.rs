@@ -32,9 +32,10 @@ use crate::client::{Clients, CreateOsClient, Desired, object};
 use crate::config::{parse_config_arg, resolve_egress_allowlist, resolve_rootfs};
 use crate::error::{Error, Result};
 use crate::exec::shell_quote;
-use crate::js::{insert_defined, opt_str, truthy};
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::uuid::random_uuid;
+use js_compat::value;
 
 /// A lease as the hooks return it: `{providerLeaseId, metadata}`.
 ///
@@ -45,7 +46,7 @@ pub(crate) async fn acquire(
     stop: &Signal,
 ) -> ProviderResult<Value> {
     // An idle timer cannot promise an expiry.
-    if truthy(params.get("requestedExpiresAt")) {
+    if value::truthy(params.get("requestedExpiresAt")) {
         return Err(ProviderError::new(messages::EXPIRY_UNSUPPORTED));
     }
     let config = parse_config_arg(params.get("config"))?;
@@ -65,7 +66,8 @@ pub(crate) async fn acquire(
         resolve_egress_allowlist(&config, params.get("executionWorkspaceSettings"))?;
     // Leases without an issue or workspace (login, probe) are disposable even with reuse on.
     let effective_auto_pause = (config.reuse_lease
-        && (truthy(params.get("issueId")) || truthy(params.get("executionWorkspaceId"))))
+        && (value::truthy(params.get("issueId"))
+            || value::truthy(params.get("executionWorkspaceId"))))
     .then_some(config.auto_pause_after_seconds);
     let acquisition = random_uuid();
     // The label that finds the sandbox should its create reply be lost (client/sandboxes.rs).
@@ -107,21 +109,24 @@ pub(crate) async fn acquire(
     let mut metadata = Map::new();
     metadata.insert("provider".into(), json!("createos"));
     metadata.insert("apiUrl".into(), json!(config.api_url));
-    insert_defined(&mut metadata, "companyId", params.get("companyId"));
-    insert_defined(&mut metadata, "environmentId", params.get("environmentId"));
+    value::insert_defined(&mut metadata, "companyId", params.get("companyId"));
+    value::insert_defined(&mut metadata, "environmentId", params.get("environmentId"));
     metadata.insert("remoteCwd".into(), json!(CWD));
     metadata.insert("shellCommand".into(), json!("bash"));
     metadata.insert("marker".into(), json!(marker));
     metadata.insert("shape".into(), json!(config.shape));
-    metadata.insert("snapshot".into(), opt_str(config.snapshot.as_deref()));
-    metadata.insert("rootfs".into(), opt_str(effective_rootfs.as_deref()));
+    metadata.insert(
+        "snapshot".into(),
+        value::opt_str(config.snapshot.as_deref()),
+    );
+    metadata.insert("rootfs".into(), value::opt_str(effective_rootfs.as_deref()));
     metadata.insert(
         "requestedRootfs".into(),
-        opt_str(requested_rootfs.as_deref()),
+        value::opt_str(requested_rootfs.as_deref()),
     );
     let adapter = params.get("adapterType").cloned().unwrap_or(Value::Null);
     metadata.insert("adapterType".into(), adapter);
-    metadata.insert("region".into(), opt_str(config.region.as_deref()));
+    metadata.insert("region".into(), value::opt_str(config.region.as_deref()));
     metadata.insert("baseEgressAllowlist".into(), json!(config.egress_allowlist));
     metadata.insert("effectiveEgressAllowlist".into(), json!(effective_egress));
     metadata.insert("reuseLease".into(), json!(config.reuse_lease));
@@ -159,52 +164,4 @@ pub(crate) async fn prepare_workspace(
 /// `value === 0`.
 pub(crate) fn is_zero(value: Option<&Value>) -> bool {
     value.and_then(Value::as_f64) == Some(0.0)
-}
-
-/// `crypto.randomUUID()`: a lower-case version 4 UUID.
-pub(crate) fn random_uuid() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No OS randomness: fall back to the std hasher's per-process random keys.
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in bytes.chunks_mut(8) {
-            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-            hasher.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default()
-                    .as_nanos(),
-            );
-            chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
-        }
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::random_uuid;
-
-    #[test]
-    fn uuids_are_v4_and_lower_case() {
-        let a = random_uuid();
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert!("89ab".contains(&a[19..20]));
-        assert!(
-            a.chars()
-                .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c))
-        );
-        assert_ne!(a, random_uuid());
-    }
 }

@@ -13,6 +13,7 @@ use crate::config::parse_config_arg;
 use crate::exec::execute_stream;
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::value;
 
 const READY: &str = "paperclip-createos-ready";
 
@@ -55,7 +56,7 @@ pub(crate) async fn probe(
         Err(error) => json!({ "ok": false, "summary": error.message }),
     };
     // Never leave the probe's sandbox behind, and never hide that its deletion failed.
-    if let Some(id) = acquired.filter(|id| crate::js::truthy(Some(id))) {
+    if let Some(id) = acquired.filter(|id| value::truthy(Some(id))) {
         let config = parse_config_arg(params.get("config"))?;
         clients.client(&config)?.destroy_sandbox(&id, None).await?;
     }

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use super::state::{WorkerState, metadata_matches};
 use crate::client::Clients;
 use crate::config::parse_config_arg;
-use crate::js::{prop, strict_eq, truthy};
 use crate::messages;
+use js_compat::value;
 
 pub(crate) async fn release(
     state: &WorkerState,
@@ -24,7 +24,7 @@ pub(crate) async fn release(
     destroy: bool,
 ) -> ProviderResult<Option<Value>> {
     let id = params.get("providerLeaseId");
-    let Some(id) = id.filter(|id| truthy(Some(id))) else {
+    let Some(id) = id.filter(|id| value::truthy(Some(id))) else {
         return Ok(None);
     };
     let metadata = params.get("leaseMetadata");
@@ -44,8 +44,8 @@ pub(crate) async fn release(
     let config = parse_config_arg(params.get("config"))?;
     let client = clients.client(&config)?;
     let guarded = config.reuse_lease
-        && strict_eq(
-            prop(metadata, "autoPauseAfterSeconds"),
+        && value::strict_eq(
+            value::prop(metadata, "autoPauseAfterSeconds"),
             Some(&json!(config.auto_pause_after_seconds)),
         );
     if destroy || !guarded {

@@ -16,9 +16,9 @@ use super::state::{MARKER, WorkerState, metadata_matches};
 use crate::client::{Clients, Desired, identifier};
 use crate::config::{CreateOsConfig, parse_config_arg, resolve_rootfs};
 use crate::error::Result;
-use crate::js::{opt_str, strict_eq};
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::value;
 
 fn expired() -> Value {
     json!({ "providerLeaseId": null, "metadata": { "expired": true } })
@@ -106,7 +106,7 @@ pub(crate) async fn resume(
 /// Whether the lease was made with what the config asks for now.
 fn same_request(md: &serde_json::Map<String, Value>, config: &CreateOsConfig) -> bool {
     let adapter_type = md.get("adapterType").and_then(Value::as_str);
-    let requested_rootfs = opt_str(resolve_rootfs(config, adapter_type).as_deref());
+    let requested_rootfs = value::opt_str(resolve_rootfs(config, adapter_type).as_deref());
     let auto_pause = if config.reuse_lease {
         json!(config.auto_pause_after_seconds)
     } else {
@@ -122,13 +122,16 @@ fn same_request(md: &serde_json::Map<String, Value>, config: &CreateOsConfig) ->
         }
         _ => config.egress_allowlist.is_empty(),
     };
-    strict_eq(md.get("shape"), Some(&json!(config.shape)))
-        && strict_eq(
+    value::strict_eq(md.get("shape"), Some(&json!(config.shape)))
+        && value::strict_eq(
             md.get("snapshot"),
-            Some(&opt_str(config.snapshot.as_deref())),
+            Some(&value::opt_str(config.snapshot.as_deref())),
         )
-        && strict_eq(md.get("requestedRootfs"), Some(&requested_rootfs))
-        && strict_eq(md.get("region"), Some(&opt_str(config.region.as_deref())))
-        && strict_eq(md.get("autoPauseAfterSeconds"), Some(&auto_pause))
+        && value::strict_eq(md.get("requestedRootfs"), Some(&requested_rootfs))
+        && value::strict_eq(
+            md.get("region"),
+            Some(&value::opt_str(config.region.as_deref())),
+        )
+        && value::strict_eq(md.get("autoPauseAfterSeconds"), Some(&auto_pause))
         && base_egress_matches
 }

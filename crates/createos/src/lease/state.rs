@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use indexmap::IndexMap;
 
-use sandbox_core::json::is_js_integer;
+use crate::lease::lease_of;
+use js_compat::value;
 use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -30,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{Clients, CreateOsClient};
 use crate::config::{CreateOsConfig, MAX_TIMEOUT_MS, parse_config_arg};
-use crate::js::{lease_of, prop, strict_eq, truthy};
 use crate::messages;
 use crate::signal::Signal;
 
@@ -212,19 +212,22 @@ impl std::fmt::Debug for WorkerState {
 /// `md?.provider === "createos"` and the same company, environment and API URL. Parsing the
 /// config may fail, as the original's did, but only once the cheaper checks passed.
 pub fn metadata_matches(params: &Value, metadata: Option<&Value>) -> ProviderResult<bool> {
-    if prop(metadata, "provider").and_then(Value::as_str) != Some("createos")
-        || !strict_eq(prop(metadata, "companyId"), params.get("companyId"))
-        || !strict_eq(prop(metadata, "environmentId"), params.get("environmentId"))
+    if value::prop(metadata, "provider").and_then(Value::as_str) != Some("createos")
+        || !value::strict_eq(value::prop(metadata, "companyId"), params.get("companyId"))
+        || !value::strict_eq(
+            value::prop(metadata, "environmentId"),
+            params.get("environmentId"),
+        )
     {
         return Ok(false);
     }
     let config = parse_config_arg(params.get("config"))?;
-    Ok(prop(metadata, "apiUrl").and_then(Value::as_str) == Some(config.api_url.as_str()))
+    Ok(value::prop(metadata, "apiUrl").and_then(Value::as_str) == Some(config.api_url.as_str()))
 }
 
 /// A `timeoutMs` the original accepted: a JS integer in 1..=86 400 000.
 pub fn valid_timeout(value: &Value) -> Option<u64> {
-    if !is_js_integer(value) {
+    if !value::is_integer(value) {
         return None;
     }
     let ms = value.as_f64()?;
@@ -279,8 +282,11 @@ impl WorkerState {
         let inner = self.lock();
         match id.and_then(|id| inner.leases.get(id)) {
             Some(lease)
-                if strict_eq(lease.company_id.as_ref(), params.get("companyId"))
-                    && strict_eq(lease.environment_id.as_ref(), params.get("environmentId")) =>
+                if value::strict_eq(lease.company_id.as_ref(), params.get("companyId"))
+                    && value::strict_eq(
+                        lease.environment_id.as_ref(),
+                        params.get("environmentId"),
+                    ) =>
             {
                 Ok(lease.clone())
             }
@@ -408,7 +414,7 @@ impl WorkerState {
     {
         let lease = lease_of(params)?;
         let lease_id = lease.get("providerLeaseId");
-        if !truthy(lease_id) || !metadata_matches(params, lease.get("metadata"))? {
+        if !value::truthy(lease_id) || !metadata_matches(params, lease.get("metadata"))? {
             return Err(ProviderError::new(messages::EXECUTION_LEASE_MISMATCH));
         }
         let scope = Self::scope_key(clients, params, lease_id)?;

@@ -1,9 +1,8 @@
 //! One frame of `/processes/{pid}/connect?after=N`, judged against the follower's cursor.
 
-use sandbox_core::json::is_js_integer;
+use js_compat::value;
 use serde_json::{Map, Value};
 
-use super::base64::decode_frame_data;
 use super::messages;
 use crate::error::{Error, Result};
 
@@ -38,7 +37,7 @@ impl ProcessExit {
     /// `${exitCode ?? "signal"}` of the original's log line.
     pub fn code_text(&self) -> String {
         match &self.exit_code {
-            Some(code) => crate::js::js_number(code).to_string(),
+            Some(code) => value::to_string(code),
             None => "signal".to_owned(),
         }
     }
@@ -70,7 +69,7 @@ pub(crate) fn is_signal_name(text: &str) -> bool {
 
 /// An integer `exit_code` or a signal name; a missing status otherwise.
 pub(crate) fn check_exit_status(exit_code: Option<&Value>, signal: Option<&Value>) -> Result<()> {
-    let code_ok = exit_code.is_some_and(is_js_integer);
+    let code_ok = exit_code.is_some_and(value::is_integer);
     let signal_ok = matches!(signal, Some(Value::String(s)) if is_signal_name(s));
     if code_ok || signal_ok {
         Ok(())
@@ -109,7 +108,7 @@ pub fn interpret(frame: &Map<String, Value>, cursor: u64) -> Result<Event> {
             let bytes = frame
                 .get("data_base64")
                 .and_then(Value::as_str)
-                .and_then(decode_frame_data)
+                .and_then(js_compat::base64::decode_canonical)
                 .ok_or_else(|| Error::msg(messages::OUTPUT_INVALID))?;
             Ok(Event::Data { seq, kind, bytes })
         }

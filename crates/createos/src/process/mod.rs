@@ -9,7 +9,6 @@
 //! `tree_exited` must be `true`, 404 counts as gone) and then aborts the follower. `close` first
 //! closes stdin of a pipe process (404 and 409 ignored) unless a stop came first.
 
-pub mod base64;
 pub mod follow;
 pub mod frames;
 pub mod messages;
@@ -165,7 +164,7 @@ impl ManagedProcess {
         }
         let path = format!("{}/input", self.path);
         for chunk in bytes.chunks(MAX_INPUT_BYTES) {
-            let body = json!({ "data_base64": base64::encode(chunk) });
+            let body = json!({ "data_base64": js_compat::base64::encode(chunk) });
             if let Err(error) = self
                 .client
                 .json(Method::POST, &path, Some(body), Some(&self.deadline()))

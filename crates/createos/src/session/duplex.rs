@@ -7,14 +7,13 @@ use std::sync::Arc;
 use sandbox_core::{HostSink, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
-use super::{cannot_read, echo, id_key};
-use crate::js::truthy;
-use crate::lease::acquire::random_uuid;
+use super::{echo, id_key};
 use crate::lease::state::{CWD, SessionKind};
-use crate::process::base64::decode_channel_bytes;
 use crate::process::messages;
 use crate::process::{ManagedProcess, Mode};
 use crate::provider::CreateOsProvider;
+use js_compat::uuid::random_uuid;
+use js_compat::value;
 
 /// Largest `duplexChannel.data` chunk: its base64 (262 144 chars) is the host's frame limit.
 pub const MAX_DATA_CHUNK: usize = 196_608;
@@ -28,8 +27,8 @@ fn checked_command(command: Option<&Value>) -> ProviderResult<&Vec<Value>> {
             .with_class(sandbox_core::ErrorClass::TypeError)
     };
     match command {
-        None => Err(cannot_read("undefined", "length")),
-        Some(Value::Null) => Err(cannot_read("null", "length")),
+        None => Err(ProviderError::cannot_read_properties("undefined", "length")),
+        Some(Value::Null) => Err(ProviderError::cannot_read_properties("null", "length")),
         Some(Value::Array(items)) => {
             if items.is_empty() {
                 return Err(invalid());
@@ -42,14 +41,14 @@ fn checked_command(command: Option<&Value>) -> ProviderResult<&Vec<Value>> {
                         return Err(invalid());
                     }
                     Value::Array(_) => {}
-                    other if !truthy(Some(other)) => return Err(invalid()),
+                    other if !value::truthy(Some(other)) => return Err(invalid()),
                     _ => return Err(not_a_function("entry.includes")),
                 }
             }
             Ok(items)
         }
         Some(Value::String(s)) if !s.is_empty() => Err(not_a_function("params.command.some")),
-        Some(Value::Object(map)) if truthy(map.get("length")) => {
+        Some(Value::Object(map)) if value::truthy(map.get("length")) => {
             Err(not_a_function("params.command.some"))
         }
         Some(_) => Err(invalid()),
@@ -149,9 +148,41 @@ impl CreateOsProvider {
     }
 }
 
+/// The SDK's `decodeChannelBytes(value)`: the bytes of a non-empty string whose decoding
+/// re-encodes to the same text, else `None` (a protocol error, never empty input).
+fn decode_channel_bytes(value: Option<&Value>) -> Option<Vec<u8>> {
+    match value {
+        Some(Value::String(text)) if !text.is_empty() => js_compat::base64::decode_exact(text),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channel_bytes_must_round_trip() {
+        let d = |v: serde_json::Value| decode_channel_bytes(Some(&v));
+        assert_eq!(d(json!("aGk=")), Some(b"hi".to_vec()));
+        assert_eq!(d(json!("aGkh")), Some(b"hi!".to_vec()));
+        assert_eq!(d(json!("+/+/")), Some(vec![0xfb, 0xff, 0xbf]));
+        for bad in [
+            json!(""),
+            json!("aGk"),
+            json!("aGl="),
+            json!("a+/="),
+            json!("aGk=\n"),
+            json!(" aGk="),
+            json!("-_-_"),
+            json!(null),
+            json!(5),
+            json!(["aGk="]),
+        ] {
+            assert_eq!(d(bad.clone()), None, "{bad}");
+        }
+        assert_eq!(decode_channel_bytes(None), None);
+    }
 
     #[test]
     fn duplex_commands() {

@@ -6,15 +6,16 @@ use std::sync::{Arc, Mutex};
 use sandbox_core::{ErrorClass, HostSink, LogLevel, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
-use super::{cannot_read, echo, id_key};
+use super::{echo, id_key};
 use crate::exec::shell_quote;
-use crate::lease::acquire::{is_zero, random_uuid};
+use crate::lease::acquire::is_zero;
 use crate::lease::state::{CWD, SessionKind};
 use crate::process::messages;
 use crate::process::{ManagedProcess, Mode};
 use crate::provider::CreateOsProvider;
 use crate::signal::Signal;
-use sandbox_core::utf8::Utf8Decoder;
+use js_compat::utf8::Utf8Decoder;
+use js_compat::uuid::random_uuid;
 
 /// The properties every JS object literal inherits from `Object.prototype`: looking one of them
 /// up as a login command finds a function (or the prototype), not a command.
@@ -42,8 +43,11 @@ fn login_command(
         Some("claude") => Ok((&["claude", "setup-token"], None)),
         Some("codex") => Ok((&["codex", "login", "--device-auth"], Some("CODEX_HOME"))),
         Some("grok") => Ok((&["grok", "login", "--device-auth"], Some("GROK_HOME"))),
-        Some(name) if INHERITED.contains(&name) => Err(cannot_read("undefined", "includes")),
-        _ => Err(cannot_read("undefined", "0")),
+        Some(name) if INHERITED.contains(&name) => Err(ProviderError::cannot_read_properties(
+            "undefined",
+            "includes",
+        )),
+        _ => Err(ProviderError::cannot_read_properties("undefined", "0")),
     }
 }
 

@@ -11,7 +11,6 @@ mod login;
 
 use std::sync::Arc;
 
-use sandbox_core::{ErrorClass, ProviderError};
 use serde_json::{Map, Value};
 
 use crate::lease::state::{SessionEntry, SessionKind};
@@ -37,14 +36,6 @@ fn echo(params: &Value, keys: &[&str]) -> Map<String, Value> {
         }
     }
     out
-}
-
-/// `Cannot read properties of ${what} (reading '${property}')`.
-fn cannot_read(what: &str, property: &str) -> ProviderError {
-    ProviderError::new(format!(
-        "Cannot read properties of {what} (reading '{property}')"
-    ))
-    .with_class(ErrorClass::TypeError)
 }
 
 impl CreateOsProvider {

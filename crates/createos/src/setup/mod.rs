@@ -18,12 +18,13 @@ pub(crate) use templates::{capture_template, delete_template};
 
 use crate::client::{Clients, Desired};
 use crate::config::{CreateOsConfig, parse_config_arg, resolve_rootfs};
-use crate::js::{insert_defined, prop, truthy};
-use crate::lease::acquire::{prepare_workspace, random_uuid};
+use crate::lease::acquire::prepare_workspace;
 use crate::lease::resume::is_marker;
 use crate::lease::state::metadata_matches;
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::uuid::random_uuid;
+use js_compat::value;
 
 /// `setupMetadataMatches`: the lease checks plus `sandboxId` naming this sandbox and a marker.
 pub(crate) fn setup_metadata_matches(
@@ -32,8 +33,8 @@ pub(crate) fn setup_metadata_matches(
     metadata: Option<&Value>,
 ) -> ProviderResult<bool> {
     Ok(metadata_matches(params, metadata)?
-        && crate::js::strict_eq(prop(metadata, "sandboxId"), Some(id))
-        && is_marker(prop(metadata, "setupMarker")))
+        && value::strict_eq(value::prop(metadata, "sandboxId"), Some(id))
+        && is_marker(value::prop(metadata, "setupMarker")))
 }
 
 /// The setup ID of get/capture/cancel, once ownership is proven.
@@ -81,25 +82,6 @@ fn connection(map: &mut Map<String, Value>, id: &str, expires_at: &Value, includ
     map.insert("connectionPayload".into(), payload);
 }
 
-/// JS template-literal text of a value (`${value}`).
-pub(crate) fn js_display(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(_) => crate::js::js_number(value).to_string(),
-        Value::Array(items) => items
-            .iter()
-            .map(|v| match v {
-                Value::Null => String::new(),
-                other => js_display(other),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Value::Object(_) => "[object Object]".to_owned(),
-    }
-}
-
 /// `params.key ?? null`.
 fn or_null(params: &Value, key: &str) -> Value {
     params.get(key).cloned().unwrap_or(Value::Null)
@@ -113,15 +95,18 @@ pub(crate) async fn start_interactive_setup(
     let config = parse_config_arg(params.get("config"))?;
     let source = params.get("sourceTemplateRef");
     let source_kind = params.get("sourceTemplateKind");
-    if truthy(source) && truthy(source_kind) && source_kind != Some(&json!("snapshot")) {
+    if value::truthy(source)
+        && value::truthy(source_kind)
+        && source_kind != Some(&json!("snapshot"))
+    {
         return Err(ProviderError::new(messages::setup_source_kind_unsupported(
-            &js_display(source_kind.unwrap_or(&Value::Null)),
+            &value::to_string(source_kind.unwrap_or(&Value::Null)),
         )));
     }
     let client = clients.client(&config)?;
     let signal = Signal::timeout(config.timeout_ms);
     let setup_marker = random_uuid();
-    let id = if truthy(source) {
+    let id = if value::truthy(source) {
         let source = match source {
             Some(Value::String(source)) => source.as_str(),
             // Not a string: no identifier can match it.
@@ -168,14 +153,14 @@ fn setup_session(config: &CreateOsConfig, params: &Value, id: &str, marker: &str
     let mut metadata = Map::new();
     metadata.insert("provider".into(), json!("createos"));
     metadata.insert("apiUrl".into(), json!(config.api_url));
-    insert_defined(&mut metadata, "companyId", params.get("companyId"));
-    insert_defined(&mut metadata, "environmentId", params.get("environmentId"));
+    value::insert_defined(&mut metadata, "companyId", params.get("companyId"));
+    value::insert_defined(&mut metadata, "environmentId", params.get("environmentId"));
     metadata.insert("sandboxId".into(), json!(id));
     metadata.insert("setupMarker".into(), json!(marker));
     metadata.insert("expiresAt".into(), expires_at);
     metadata.insert(
         "sourceTemplateRefRedacted".into(),
-        json!(truthy(params.get("sourceTemplateRef"))),
+        json!(value::truthy(params.get("sourceTemplateRef"))),
     );
     session.insert("metadata".into(), Value::Object(metadata));
     Value::Object(session)
@@ -186,7 +171,7 @@ pub(crate) async fn get_interactive_setup(
     clients: &Clients,
     params: &Value,
 ) -> ProviderResult<Value> {
-    if !truthy(params.get("providerLeaseId")) {
+    if !value::truthy(params.get("providerLeaseId")) {
         return Ok(missing_setup());
     }
     let id_value = owned_setup(params)?;
@@ -209,7 +194,7 @@ pub(crate) async fn get_interactive_setup(
         Err(error) => return Err(error.into()),
     }
     let metadata = params.get("setupMetadata").cloned().unwrap_or(Value::Null);
-    let expires_at = match prop(Some(&metadata), "expiresAt") {
+    let expires_at = match value::prop(Some(&metadata), "expiresAt") {
         Some(Value::String(at)) => json!(at),
         _ => Value::Null,
     };
@@ -230,7 +215,7 @@ pub(crate) async fn cancel_interactive_setup(
 ) -> ProviderResult<Value> {
     let reason = or_null(params, "reason");
     let missing = || json!({ "status": "missing", "metadata": { "provider": "createos", "missing": true, "reason": reason } });
-    if !truthy(params.get("providerLeaseId")) {
+    if !value::truthy(params.get("providerLeaseId")) {
         return Ok(missing());
     }
     let id_value = owned_setup(params)?;

@@ -5,15 +5,15 @@ use reqwest::Method;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
-use super::{js_display, owned_setup};
+use super::owned_setup;
 use crate::client::{Clients, CreateOsClient, Desired, object};
 use crate::config::parse_config_arg;
 use crate::error::{Error, Result};
-use crate::js::{prop, truthy};
 use crate::lease::acquire::is_zero;
 use crate::lease::state::{MARKER, valid_timeout};
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::value;
 
 /// Running, and its workspace marker is exactly the setup marker.
 async fn verify_marker(
@@ -41,7 +41,7 @@ async fn verify_marker(
 
 /// `onEnvironmentCaptureTemplate`: `{templateRef, templateKind: "snapshot", metadata}`.
 pub(crate) async fn capture_template(clients: &Clients, params: &Value) -> ProviderResult<Value> {
-    if !truthy(params.get("providerLeaseId")) {
+    if !value::truthy(params.get("providerLeaseId")) {
         return Err(ProviderError::new(messages::CAPTURE_WITHOUT_LEASE));
     }
     let id_value = owned_setup(params)?;
@@ -54,7 +54,7 @@ pub(crate) async fn capture_template(clients: &Clients, params: &Value) -> Provi
     let client = clients.client(&config)?;
     let signal = Signal::timeout(timeout_ms);
     let id = id_value.as_str().unwrap_or_default();
-    let marker = prop(params.get("setupMetadata"), "setupMarker")
+    let marker = value::prop(params.get("setupMetadata"), "setupMarker")
         .and_then(Value::as_str)
         .unwrap_or_default();
     verify_marker(&client, id, marker, &signal).await?;
@@ -65,9 +65,9 @@ pub(crate) async fn capture_template(clients: &Clients, params: &Value) -> Provi
         "templateKind": "snapshot",
         "metadata": {
             "provider": "createos",
-            "capturedAt": iso_now(),
-            "sourceTemplateRefRedacted": truthy(params.get("sourceTemplateRef")),
-            "previousTemplateRefRedacted": truthy(params.get("previousTemplateRef")),
+            "capturedAt": js_compat::date::now_iso_string(),
+            "sourceTemplateRefRedacted": value::truthy(params.get("sourceTemplateRef")),
+            "previousTemplateRefRedacted": value::truthy(params.get("previousTemplateRef")),
         },
     }))
 }
@@ -81,7 +81,7 @@ pub(crate) async fn delete_template(clients: &Clients, params: &Value) -> Provid
     };
     if kind != json!("snapshot") {
         return Err(ProviderError::new(messages::template_kind_unsupported(
-            &js_display(&kind),
+            &value::to_string(&kind),
         )));
     }
     let config = parse_config_arg(params.get("config"))?;
@@ -99,49 +99,4 @@ pub(crate) async fn delete_template(clients: &Clients, params: &Value) -> Provid
             "reason": params.get("reason").cloned().unwrap_or(Value::Null),
         },
     }))
-}
-
-/// `new Date().toISOString()`: `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC.
-pub(crate) fn iso_now() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    iso_from_millis(now.as_millis() as i64)
-}
-
-fn iso_from_millis(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let rest = ms.rem_euclid(86_400_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::iso_from_millis;
-
-    #[test]
-    fn iso_dates_match_js() {
-        assert_eq!(iso_from_millis(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            iso_from_millis(1_700_000_000_123),
-            "2023-11-14T22:13:20.123Z"
-        );
-        assert_eq!(iso_from_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
-    }
 }

@@ -26,19 +26,19 @@ mod transfer;
 
 use std::path::{Path, PathBuf};
 
+use crate::lease::lease_of;
+use js_compat::value;
 use reqwest::Method;
 use sandbox_core::archive::{self, ArchiveError, PackSummary};
-use sandbox_core::json::is_js_integer;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Map, Value, json};
 
 use crate::client::{CreateOsClient, identifier};
 use crate::exec::{execute_stream, shell_quote};
-use crate::js::{insert_defined, lease_of};
-use crate::lease::acquire::random_uuid;
 use crate::lease::state::{CWD, valid_timeout};
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::uuid::random_uuid;
 
 use paths::path_arg;
 pub(crate) use paths::{assert_remote_path, remote_guard};
@@ -94,7 +94,7 @@ fn iterable<'a>(value: Option<&'a Value>, what: &str) -> ProviderResult<&'a [Val
 fn file_mode(value: Option<&Value>) -> ProviderResult<Option<u32>> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(v) if is_js_integer(v) => match v.as_f64() {
+        Some(v) if value::is_integer(v) => match v.as_f64() {
             Some(m) if (0.0..=511.0).contains(&m) => Ok(Some(m as u32)),
             _ => Err(ProviderError::new(messages::INVALID_FILE_MODE)),
         },
@@ -206,7 +206,7 @@ pub(crate) async fn sync_files(
                 .await?;
         }
         let mut result = Map::new();
-        insert_defined(&mut result, "operationId", operation.id);
+        value::insert_defined(&mut result, "operationId", operation.id);
         result.insert("filesTransferred".into(), json!(files));
         result.insert("bytesTransferred".into(), json!(bytes));
         results.push(Value::Object(result));

@@ -2,7 +2,6 @@
 //! and inside `/paperclip-workspace`; the sandbox re-checks it with `realpath` right before use
 //! (a symlink planted in the workspace cannot redirect a transfer).
 
-use sandbox_core::archive::posix_normalize;
 use sandbox_core::{ErrorClass, ProviderError};
 use serde_json::Value;
 
@@ -41,7 +40,7 @@ pub(crate) fn assert_remote_path(value: Option<&Value>) -> Result<String, Provid
     if !path.starts_with('/') || path.contains('\0') || path.split('/').any(|s| s == "..") {
         return Err(ProviderError::new(messages::TRANSFER_PATH_UNCONFINED));
     }
-    let normalized = posix_normalize(path);
+    let normalized = js_compat::path::normalize(path);
     if normalized != CWD && !normalized.starts_with(&format!("{CWD}/")) {
         return Err(ProviderError::new(messages::TRANSFER_PATH_ESCAPES));
     }

@@ -10,9 +10,10 @@ use sandbox_core::archive::{self, ArchiveError, node_fs_message};
 use sandbox_core::sparse::SparseFile;
 use sandbox_core::{ErrorClass, ProviderError};
 
-use crate::client::{Body, CreateOsClient, encode_uri_component};
+use crate::client::{Body, CreateOsClient};
 use crate::messages;
 use crate::signal::Signal;
+use js_compat::uri::encode_uri_component;
 
 /// Read size of an upload stream.
 const UPLOAD_CHUNK: usize = 64 * 1024;

@@ -15,7 +15,7 @@ use sink::{Event, SessionSink};
 
 mod base64_helper {
     pub fn b64(bytes: &[u8]) -> String {
-        createos::process::base64::encode(bytes)
+        js_compat::base64::encode(bytes)
     }
 }
 

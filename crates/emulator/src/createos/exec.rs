@@ -17,7 +17,8 @@ use super::envelope::{ApiError, json_object, ok};
 use super::ndjson::{self, ChunkSender, EXEC_HEARTBEAT, heartbeat, line};
 use super::pump::{Event, run_piped};
 use super::state::App;
-use crate::sandbox_runner::{ExitInfo, IoMode, Utf8Stream};
+use crate::sandbox_runner::{ExitInfo, IoMode};
+use js_compat::utf8::Utf8Decoder;
 
 pub async fn exec(
     State(app): State<Arc<App>>,
@@ -57,12 +58,12 @@ fn exit_fields(info: &ExitInfo) -> Value {
 
 async fn stream_frames(mut events: mpsc::Receiver<Event>, tx: ChunkSender, hb_every: Duration) {
     let mut hb = heartbeat(hb_every);
-    let (mut out, mut err) = (Utf8Stream::default(), Utf8Stream::default());
+    let (mut out, mut err) = (Utf8Decoder::keeping_bom(), Utf8Decoder::keeping_bom());
     loop {
         let frame = tokio::select! {
             ev = events.recv() => match ev {
-                Some(Event::Stdout(b)) => text_frame("stdout", out.push(&b)),
-                Some(Event::Stderr(b)) => text_frame("stderr", err.push(&b)),
+                Some(Event::Stdout(b)) => text_frame("stdout", out.decode(&b)),
+                Some(Event::Stderr(b)) => text_frame("stderr", err.decode(&b)),
                 Some(Event::Exit { info, timed_out }) => {
                     for (key, tail) in [("stdout", out.finish()), ("stderr", err.finish())] {
                         if let Some(f) = text_frame(key, tail)

@@ -1,8 +1,8 @@
-//! Small helpers: resource IDs and timestamps without pulling in rand or chrono.
+//! Small helpers: resource IDs and timestamps.
 
 use std::time::SystemTime;
 
-use crate::common::util::{random_u64, unix_ms, utc_date_time};
+use crate::common::util::{random_u64, unix_ms};
 
 /// `prefix_` + 16 random lower-case hex digits (matches the provider's `^[A-Za-z0-9_-]{1,200}$`).
 pub fn new_id(prefix: &str) -> String {
@@ -11,8 +11,7 @@ pub fn new_id(prefix: &str) -> String {
 
 /// RFC 3339 UTC timestamp with millisecond precision, e.g. `2026-01-02T03:04:05.678Z`.
 pub fn rfc3339(t: SystemTime) -> String {
-    let ms = unix_ms(t);
-    format!("{}.{:03}Z", utc_date_time(ms / 1000), ms % 1000)
+    js_compat::date::to_iso_string(unix_ms(t) as f64).unwrap_or_default()
 }
 
 #[cfg(test)]

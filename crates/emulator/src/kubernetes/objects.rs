@@ -11,7 +11,8 @@ use super::resources::ResourceType;
 use super::state::App;
 use super::status::{FieldError, KubeError, KubeResult};
 use super::store::{ObjKey, meta_str};
-use super::util::{name_suffix, uuid};
+use super::util::name_suffix;
+use js_compat::uuid::random_uuid;
 
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
@@ -416,7 +417,7 @@ pub fn create(
     }
     obj["apiVersion"] = json!(rt.api_version(version));
     obj["kind"] = json!(rt.kind);
-    obj["metadata"]["uid"] = json!(uuid());
+    obj["metadata"]["uid"] = json!(random_uuid());
     default_new(rt, &mut obj);
     let key = ObjKey::new(rt.group, rt.plural, namespace.unwrap_or(""), &name);
     if dry_run {

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::util::{now, uuid};
+use super::util::now;
+use js_compat::uuid::random_uuid;
 
 /// Where an object lives: its type (group + plural, version-independent) and its name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -194,7 +195,7 @@ impl Store {
         let rv = inner.rv;
         let meta = &mut obj["metadata"];
         if meta.get("uid").and_then(Value::as_str).is_none() {
-            meta["uid"] = json!(uuid());
+            meta["uid"] = json!(random_uuid());
         }
         if meta
             .get("creationTimestamp")

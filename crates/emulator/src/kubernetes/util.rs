@@ -1,24 +1,8 @@
-//! Small helpers: uids, random name suffixes and Kubernetes timestamps.
+//! Small helpers: random name suffixes and Kubernetes timestamps.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use crate::common::util::random_u64;
-use crate::common::util::utc_date_time;
-
-/// A version-4 UUID, as the API server assigns to `metadata.uid`.
-pub fn uuid() -> String {
-    let (a, b) = (random_u64(), random_u64());
-    let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xffff,
-        b >> 48,
-        b & 0xffff_ffff_ffff
-    )
-}
 
 /// The API server's `generateName` alphabet (no vowels, no confusable digits).
 pub fn name_suffix(len: usize) -> String {
@@ -35,7 +19,9 @@ pub fn name_suffix(len: usize) -> String {
 /// `metav1.Time`: RFC 3339 in UTC with second precision, e.g. `2026-01-02T03:04:05Z`.
 pub fn k8s_time(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-    format!("{}Z", utc_date_time(secs))
+    let iso = js_compat::date::to_iso_string(secs as f64 * 1000.0).unwrap_or_default();
+    // `YYYY-MM-DDTHH:mm:ss.000Z` without the milliseconds.
+    format!("{}Z", iso.get(..19).unwrap_or_default())
 }
 
 pub fn now() -> String {
@@ -57,10 +43,6 @@ mod tests {
     fn formats_times_uids_and_suffixes() {
         let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
         assert_eq!(k8s_time(t), "2023-11-14T22:13:20Z");
-        let u = uuid();
-        assert_eq!(u.len(), 36);
-        assert_eq!(&u[14..15], "4");
-        assert_ne!(uuid(), uuid());
         assert_eq!(name_suffix(5).len(), 5);
     }
 }

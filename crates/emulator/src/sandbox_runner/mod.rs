@@ -12,13 +12,11 @@ mod exit;
 mod procfs;
 mod root;
 mod spawn;
-mod utf8;
 
 pub use bwrap::{BWRAP_PACKAGE, Bwrap};
 pub use exit::{ExitInfo, signal_from_name};
 pub use root::SandboxRoot;
 pub use spawn::{IoMode, LaunchSpec, Launched, LaunchedIo, ProcessTree, PtyMaster};
-pub use utf8::Utf8Stream;
 
 /// Errors of the runner itself (not of the commands it runs, whose failures are exit codes).
 #[derive(Debug, thiserror::Error)]

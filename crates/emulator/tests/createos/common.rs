@@ -97,10 +97,21 @@ impl Http {
         )
     }
 
+    /// The status code of [`Http::call`].
+    pub async fn code(&self, method: &str, path: &str, body: Option<Value>) -> u16 {
+        self.call(method, path, body).await.status
+    }
+
     /// `POST /v1/sandboxes/{id}/{action}` (`pause`, `resume`, `fork`).
     pub async fn sandbox_action(&self, id: &str, action: &str, body: Option<Value>) -> Resp {
         let path = format!("/v1/sandboxes/{id}/{action}");
         self.call("POST", &path, body).await
+    }
+
+    /// A one-shot exec of `body` in sandbox `id`.
+    pub async fn exec(&self, id: &str, body: Value) -> Resp {
+        self.call("POST", &format!("/v1/sandboxes/{id}/exec"), Some(body))
+            .await
     }
 
     /// A streaming exec (`?stream=true`) of `body` in sandbox `id`.
@@ -148,10 +159,9 @@ impl Http {
     /// One-shot exec of `bash -lc script`; returns the `result` object.
     pub async fn bash(&self, id: &str, script: &str) -> Value {
         let r = self
-            .call(
-                "POST",
-                &format!("/v1/sandboxes/{id}/exec"),
-                Some(serde_json::json!({ "cmd": "/bin/bash", "args": ["-lc", script] })),
+            .exec(
+                id,
+                serde_json::json!({ "cmd": "/bin/bash", "args": ["-lc", script] }),
             )
             .await;
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));

@@ -25,24 +25,23 @@ async fn one_shot_exec_runs_bash_in_the_sandbox() {
     assert_eq!(r["signal"], json!(null));
 
     // Exactly the provider's prepareWorkspace and marker-check calls.
-    let r = http.call("POST", &format!("/v1/sandboxes/{id}/exec"),
-        Some(json!({ "cmd": "/bin/bash", "args": ["-lc", "mkdir -p -- '/paperclip-workspace'"] }))).await;
+    let r = http
+        .exec(
+            &id,
+            json!({ "cmd": "/bin/bash", "args": ["-lc", "mkdir -p -- '/paperclip-workspace'"] }),
+        )
+        .await;
     assert_eq!(r.data()["result"]["exit_code"], 0);
     let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec"),
-            Some(json!({ "cmd": "/bin/rm", "args": ["-f", "--", "/tmp/none"] })),
+        .exec(
+            &id,
+            json!({ "cmd": "/bin/rm", "args": ["-f", "--", "/tmp/none"] }),
         )
         .await;
     assert_eq!(r.data()["result"]["exit_code"], 0);
 
     let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec"),
-            Some(json!({ "cmd": "/bin/pwd", "cwd": "/tmp" })),
-        )
+        .exec(&id, json!({ "cmd": "/bin/pwd", "cwd": "/tmp" }))
         .await;
     assert_eq!(r.data()["result"]["stdout"], "/tmp\n");
     for bad in [
@@ -50,13 +49,7 @@ async fn one_shot_exec_runs_bash_in_the_sandbox() {
         json!({ "cmd": "ls", "args": [1] }),
         json!({ "cmd": "ls", "cwd": "/nope" }),
     ] {
-        let r = http
-            .call(
-                "POST",
-                &format!("/v1/sandboxes/{id}/exec"),
-                Some(bad.clone()),
-            )
-            .await;
+        let r = http.exec(&id, bad.clone()).await;
         assert_eq!(r.status, 400, "{bad}");
     }
     no_live_processes(&emu).await;
@@ -82,10 +75,9 @@ async fn one_shot_exec_honours_timeout_and_output_cap() {
     let (emu, http) = start(|o| o.one_shot_output_limit = 1000).await;
     let id = http.sandbox().await;
     let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec"),
-            Some(json!({ "cmd": "/bin/sleep", "args": ["100"], "timeout_ms": 50 })),
+        .exec(
+            &id,
+            json!({ "cmd": "/bin/sleep", "args": ["100"], "timeout_ms": 50 }),
         )
         .await;
     let result = r.data()["result"].clone();

@@ -38,7 +38,7 @@ async fn fails_the_nth_matching_request_with_a_status() {
     let statuses: Vec<u16> = {
         let mut v = Vec::new();
         for _ in 0..4 {
-            v.push(http.call("GET", &path, None).await.status);
+            v.push(http.code("GET", &path, None).await);
         }
         v
     };
@@ -82,13 +82,12 @@ async fn after_faults_apply_the_request_then_break_the_reply() {
         "method": "POST", "path": "/v1/sandboxes", "action": { "kind": "status", "status": 502, "after": true }
     })));
     assert_eq!(
-        http.call(
+        http.code(
             "POST",
             "/v1/sandboxes",
             Some(json!({ "shape": "s-1vcpu-1gb" }))
         )
-        .await
-        .status,
+        .await,
         502
     );
     assert_eq!(emu.counts().sandboxes, 2);
@@ -130,7 +129,7 @@ async fn malformed_unsuccessful_invalid_redirect_delay_and_drop() {
         json!({ "path": "/v1/rootfs", "action": { "kind": "delay", "ms": 80 } }),
     ));
     let t = Instant::now();
-    assert_eq!(http.call("GET", "/v1/rootfs", None).await.status, 200);
+    assert_eq!(http.code("GET", "/v1/rootfs", None).await, 200);
     assert!(t.elapsed() >= Duration::from_millis(80));
 
     emu.clear_faults();
@@ -139,7 +138,7 @@ async fn malformed_unsuccessful_invalid_redirect_delay_and_drop() {
     ));
     assert!(http.send("GET", "/v1/rootfs", None, None).await.is_err());
     assert_eq!(
-        http.call("GET", "/v1/rootfs", None).await.status,
+        http.code("GET", "/v1/rootfs", None).await,
         200,
         "only the first request"
     );
@@ -198,7 +197,7 @@ async fn stream_faults_cut_inject_and_gap() {
     );
 
     fault(json!({ "kind": "evicted" }));
-    assert_eq!(http.call("GET", &url, None).await.status, 410);
+    assert_eq!(http.code("GET", &url, None).await, 410);
 
     fault(json!({ "kind": "oversizedFrame", "afterFrames": 0 }));
     let (_, mut s) = http.stream("GET", &url, None).await;
@@ -243,12 +242,7 @@ async fn request_log_records_bodies_queries_and_timing() {
         Some(b"abc".to_vec()),
     )
     .await;
-    http.call(
-        "POST",
-        &format!("/v1/sandboxes/{id}/exec"),
-        Some(json!({ "cmd": "/bin/true" })),
-    )
-    .await;
+    http.exec(&id, json!({ "cmd": "/bin/true" })).await;
     let log = emu.request_log();
     assert_eq!(log.len(), 2);
     assert_eq!(log[0].method, "PUT");
@@ -288,7 +282,7 @@ async fn control_api_over_http() {
         })),
     )
     .await;
-    assert_eq!(http.call("GET", "/v1/rootfs", None).await.status, 500);
+    assert_eq!(http.code("GET", "/v1/rootfs", None).await, 500);
     let faults = control("GET", "/_emulator/faults", None).await;
     assert_eq!(faults["faults"][0]["id"], added["id"]);
     assert_eq!(faults["faults"][0]["fired"], 1);

@@ -152,12 +152,6 @@ async fn request_bodies_are_capped() {
         )
         .await;
     assert_eq!(r.status, 413);
-    let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec"),
-            Some(json!({ "cmd": "true" })),
-        )
-        .await;
+    let r = http.exec(&id, json!({ "cmd": "true" })).await;
     assert_eq!(r.status, 200);
 }

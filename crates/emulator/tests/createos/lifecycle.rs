@@ -61,15 +61,12 @@ async fn creates_reads_and_deletes_sandboxes() {
     assert!(r.data().is_object());
     assert!(!root.exists(), "root directory removed");
     assert_eq!(
-        http.call("GET", &format!("/v1/sandboxes/{id}"), None)
-            .await
-            .status,
+        http.code("GET", &format!("/v1/sandboxes/{id}"), None).await,
         404
     );
     assert_eq!(
-        http.call("DELETE", &format!("/v1/sandboxes/{id}"), None)
-            .await
-            .status,
+        http.code("DELETE", &format!("/v1/sandboxes/{id}"), None)
+            .await,
         404
     );
     assert_eq!(emu.counts().sandboxes, 0);
@@ -150,13 +147,12 @@ async fn transitional_states_last_the_configured_time() {
     let sb = format!("/v1/sandboxes/{id}");
     // Commands need a running sandbox.
     assert_eq!(
-        http.call(
+        http.code(
             "POST",
             &format!("{sb}/exec"),
             Some(json!({ "cmd": "true" }))
         )
-        .await
-        .status,
+        .await,
         409
     );
     http.wait_status(&id, "running").await;
@@ -166,26 +162,17 @@ async fn transitional_states_last_the_configured_time() {
     let r = http.call("POST", &format!("{sb}/pause"), None).await;
     assert_eq!(r.status, 202);
     assert_eq!(r.data()["status"], "pausing");
-    assert_eq!(
-        http.call("POST", &format!("{sb}/pause"), None).await.status,
-        409
-    );
-    assert_eq!(
-        http.call("POST", &format!("{sb}/resume"), None)
-            .await
-            .status,
-        409
-    );
+    assert_eq!(http.code("POST", &format!("{sb}/pause"), None).await, 409);
+    assert_eq!(http.code("POST", &format!("{sb}/resume"), None).await, 409);
     http.wait_status(&id, "paused").await;
     assert!(t.elapsed() >= delay);
     assert_eq!(
-        http.call(
+        http.code(
             "POST",
             &format!("{sb}/exec"),
             Some(json!({ "cmd": "true" }))
         )
-        .await
-        .status,
+        .await,
         409
     );
     assert_eq!(
@@ -199,12 +186,7 @@ async fn transitional_states_last_the_configured_time() {
     assert_eq!(r.status, 202);
     assert_eq!(r.data()["status"], "resuming");
     http.wait_status(&id, "running").await;
-    assert_eq!(
-        http.call("POST", &format!("{sb}/resume"), None)
-            .await
-            .status,
-        409
-    );
+    assert_eq!(http.code("POST", &format!("{sb}/resume"), None).await, 409);
 }
 
 #[tokio::test]
@@ -299,9 +281,8 @@ async fn forks_a_paused_sandbox_with_its_files() {
     let paused_fork = r.data()["id"].as_str().unwrap().to_string();
     http.wait_status(&paused_fork, "paused").await;
     assert_eq!(
-        http.call("POST", "/v1/sandboxes/sb_missing/fork", Some(json!({})))
-            .await
-            .status,
+        http.code("POST", "/v1/sandboxes/sb_missing/fork", Some(json!({})))
+            .await,
         404
     );
 }

@@ -17,13 +17,12 @@ async fn spawn(http: &Http, id: &str, body: Value) -> String {
 }
 
 async fn input(http: &Http, base: &str, text: &str) -> u16 {
-    http.call(
+    http.code(
         "POST",
         &format!("{base}/input"),
         Some(json!({ "data_base64": B64.encode(text) })),
     )
     .await
-    .status
 }
 
 async fn newest_seq(http: &Http, base: &str) -> u64 {
@@ -44,6 +43,14 @@ async fn spawn_script(http: &Http, id: &str, script: &str) -> String {
         .await
     );
     base
+}
+
+/// Every frame of the process at `base` from the start of its journal, up to its exit.
+async fn replay(http: &Http, base: &str) -> Vec<Value> {
+    let (_, mut frames) = http
+        .stream("GET", &format!("{base}/connect?after=0"), None)
+        .await;
+    frames.collect().await
 }
 
 async fn signal(http: &Http, base: &str, name: &str) -> Resp {
@@ -91,10 +98,7 @@ async fn pipe_process_replays_after_n_and_ends_with_exit() {
     );
 
     // A full replay from 0 returns everything, stdout and stderr separately.
-    let (_, mut all) = http
-        .stream("GET", &format!("{base}/connect?after=0"), None)
-        .await;
-    let all = all.collect().await;
+    let all = replay(&http, &base).await;
     assert_eq!(decode_output(&all, "stdout"), "one\nthree\ngot hello\n");
     assert_eq!(decode_output(&all, "stderr"), "two\n");
     let newest = all.iter().filter_map(|f| f["seq"].as_u64()).max().unwrap();
@@ -115,11 +119,10 @@ async fn pipe_process_replays_after_n_and_ends_with_exit() {
         .call("DELETE", &format!("{base}?grace_ms=1000"), None)
         .await;
     assert_eq!(r.data()["tree_exited"], true);
-    assert_eq!(http.call("GET", &base, None).await.status, 404);
+    assert_eq!(http.code("GET", &base, None).await, 404);
     assert_eq!(
-        http.call("DELETE", &format!("{base}?grace_ms=1000"), None)
-            .await
-            .status,
+        http.code("DELETE", &format!("{base}?grace_ms=1000"), None)
+            .await,
         404
     );
     no_live_processes(&emu).await;
@@ -144,22 +147,17 @@ async fn stdin_close_ends_cat_and_enforces_limits() {
     assert_eq!(input(&http, &base, "abc").await, 200);
     assert_eq!(input(&http, &base, "").await, 200);
     assert_eq!(
-        http.call("POST", &format!("{base}/stdin/close"), None)
-            .await
-            .status,
+        http.code("POST", &format!("{base}/stdin/close"), None)
+            .await,
         200
     );
     assert_eq!(
-        http.call("POST", &format!("{base}/stdin/close"), None)
-            .await
-            .status,
+        http.code("POST", &format!("{base}/stdin/close"), None)
+            .await,
         409
     );
     assert_eq!(input(&http, &base, "more").await, 409);
-    let (_, mut frames) = http
-        .stream("GET", &format!("{base}/connect?after=0"), None)
-        .await;
-    let frames = frames.collect().await;
+    let frames = replay(&http, &base).await;
     assert_eq!(decode_output(&frames, "stdout"), "abc");
     assert_eq!(frames.last().unwrap()["exit_code"], 0);
 }
@@ -180,9 +178,8 @@ async fn pty_process_has_a_terminal_of_the_requested_size() {
     .await;
     let base = format!("/v1/sandboxes/{id}/processes/{pid}");
     assert_eq!(
-        http.call("POST", &format!("{base}/stdin/close"), None)
-            .await
-            .status,
+        http.code("POST", &format!("{base}/stdin/close"), None)
+            .await,
         409
     );
     let (_, mut frames) = http
@@ -219,24 +216,17 @@ async fn signals_reach_the_command_not_bwrap() {
         .await
         .data();
     assert_eq!(waited["exit_code"], 7);
-    let (_, mut frames) = http
-        .stream("GET", &format!("{base}/connect?after=0"), None)
-        .await;
-    assert_eq!(
-        decode_output(&frames.collect().await, "stdout"),
-        "ready\ntrapped\n"
-    );
+    let frames = replay(&http, &base).await;
+    assert_eq!(decode_output(&frames, "stdout"), "ready\ntrapped\n");
 
     // Without a handler the command dies of the signal, reported by name.
     let pid = spawn(&http, &id, json!({ "cmd": "/bin/sleep", "args": ["1000"] })).await;
     let base = format!("/v1/sandboxes/{id}/processes/{pid}");
     let r = signal(&http, &base, "SIGINT").await;
     assert_eq!(r.status, 200);
-    let (_, mut frames) = http
-        .stream("GET", &format!("{base}/connect?after=0"), None)
-        .await;
+    let frames = replay(&http, &base).await;
     assert_eq!(
-        frames.collect().await,
+        frames,
         vec![json!({ "type": "exit", "exit_code": null, "signal": "SIGINT" })]
     );
     assert_eq!(signal(&http, &base, "SIGTERM").await.status, 409);
@@ -317,9 +307,8 @@ async fn deleting_a_sandbox_kills_runaway_processes() {
     assert_eq!(emu.counts().managed_processes, 2);
     let root = emu.sandbox_root(&id).unwrap();
     assert_eq!(
-        http.call("DELETE", &format!("/v1/sandboxes/{id}"), None)
-            .await
-            .status,
+        http.code("DELETE", &format!("/v1/sandboxes/{id}"), None)
+            .await,
         200
     );
     no_live_processes(&emu).await;
@@ -356,8 +345,7 @@ async fn env_overrides_must_be_declared_at_creation() {
         .await;
     let id = r.data()["id"].as_str().unwrap().to_string();
     assert_eq!(http.bash(&id, "echo $FOO").await["stdout"], "declared\n");
-    let r = http.call("POST", &format!("/v1/sandboxes/{id}/exec"),
-        Some(json!({ "cmd": "/bin/bash", "args": ["-c", "echo $FOO"], "env": { "FOO": "override" } }))).await;
+    let r = http.exec(&id, json!({ "cmd": "/bin/bash", "args": ["-c", "echo $FOO"], "env": { "FOO": "override" } })).await;
     assert_eq!(r.data()["result"]["stdout"], "override\n");
 }
 
@@ -418,9 +406,8 @@ async fn provider_managed_execute_sequence_works_end_to_end() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(
-        http.call("POST", &format!("{base}/stdin/close"), None)
-            .await
-            .status,
+        http.code("POST", &format!("{base}/stdin/close"), None)
+            .await,
         200
     );
     let r = http
@@ -439,10 +426,9 @@ async fn provider_managed_execute_sequence_works_end_to_end() {
         &json!({ "type": "exit", "exit_code": 3, "signal": null })
     );
     let r = http
-        .call(
-            "POST",
-            &format!("/v1/sandboxes/{id}/exec"),
-            Some(json!({ "cmd": "/bin/rm", "args": ["-f", "--", gate, stdin_path] })),
+        .exec(
+            &id,
+            json!({ "cmd": "/bin/rm", "args": ["-f", "--", gate, stdin_path] }),
         )
         .await;
     assert_eq!(r.data()["result"]["exit_code"], 0);

@@ -1,10 +1,10 @@
 //! REST semantics: discovery, auth, Status errors, selectors, patches, dry runs, deletes.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use emulator::kubernetes::DenyRule;
 
-use crate::common::{PODS, pod, start};
+use crate::common::{Http, PODS, pod, start};
 
 #[tokio::test]
 async fn discovery_serves_every_group_and_the_configured_sandbox_versions() {
@@ -316,6 +316,21 @@ async fn writes_keep_versions_generations_and_preconditions() {
     emu.shutdown().await;
 }
 
+/// The names of the items of a list, in order.
+fn names_of(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The names of the pods a list of `PODS` with `query` returns, in order.
+async fn pod_names(http: &Http, query: &str) -> Vec<String> {
+    names_of(&http.get(&format!("{PODS}{query}")).await.json())
+}
+
 #[tokio::test]
 async fn lists_filter_by_labels_and_fields_and_paginate() {
     let (emu, http) = start(|_| {}).await;
@@ -324,36 +339,16 @@ async fn lists_filter_by_labels_and_fields_and_paginate() {
         p["metadata"]["labels"]["tier"] = json!(tier);
         http.create(PODS, p).await;
     }
-    let names = |v: serde_json::Value| -> Vec<String> {
-        v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     assert_eq!(
-        names(
-            http.get(&format!("{PODS}?labelSelector=tier%3Dweb"))
-                .await
-                .json()
-        ),
+        pod_names(&http, "?labelSelector=tier%3Dweb").await,
         ["a", "c"]
     );
     assert_eq!(
-        names(
-            http.get(&format!("{PODS}?labelSelector=tier%20notin%20(web)"))
-                .await
-                .json()
-        ),
+        pod_names(&http, "?labelSelector=tier%20notin%20(web)").await,
         ["b"]
     );
     assert_eq!(
-        names(
-            http.get(&format!("{PODS}?fieldSelector=metadata.name%21%3Da"))
-                .await
-                .json()
-        ),
+        pod_names(&http, "?fieldSelector=metadata.name%21%3Da").await,
         ["b", "c"]
     );
     assert_eq!(
@@ -363,15 +358,11 @@ async fn lists_filter_by_labels_and_fields_and_paginate() {
         400
     );
     let page = http.get(&format!("{PODS}?limit=2")).await.json();
-    assert_eq!(names(page.clone()), ["a", "b"]);
+    assert_eq!(names_of(&page), ["a", "b"]);
     assert_eq!(page["metadata"]["remainingItemCount"], 1);
     let token = page["metadata"]["continue"].as_str().unwrap();
     assert_eq!(
-        names(
-            http.get(&format!("{PODS}?limit=2&continue={token}"))
-                .await
-                .json()
-        ),
+        pod_names(&http, &format!("?limit=2&continue={token}")).await,
         ["c"]
     );
     // All namespaces.

@@ -8,6 +8,7 @@ use super::labels::{ROLE_AGENT, ROLE_LABEL, managed_by_labels_json};
 use super::network_policy::PAPERCLIP_SERVER_PORT;
 use super::string_map::{self, string_map_object};
 use crate::config::adapters::StringMap;
+use js_compat::json;
 
 pub const CILIUM_GROUP: &str = "cilium.io";
 pub const CILIUM_VERSION: &str = "v2";
@@ -124,7 +125,7 @@ fn callback_rule(server_namespace: &str, server_selector: Option<&StringMap>) ->
         }
     };
     labels.insert(POD_NAMESPACE_LABEL.into(), server_namespace.into());
-    let labels = sandbox_core::json::js_ordered(labels);
+    let labels = json::ordered(labels);
     json!({
         "toEndpoints": [{ "matchLabels": labels }],
         "toPorts": [{ "ports": [{ "port": PAPERCLIP_SERVER_PORT.to_string(), "protocol": "TCP" }] }],

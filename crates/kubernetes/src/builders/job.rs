@@ -9,7 +9,7 @@ use super::labels::pod_template_labels;
 use super::pod_template::{AgentPodSpec, ContainerResources, agent_pod_spec};
 use super::string_map::{self, string_map_object};
 use crate::config::adapters::StringMap;
-use crate::js::js_number_value;
+use js_compat::number;
 
 pub const JOB_API_VERSION: &str = "batch/v1";
 pub const JOB_KIND: &str = "Job";
@@ -65,8 +65,8 @@ pub fn build_job_manifest(input: &JobManifestInput) -> Value {
         },
         "spec": {
             "backoffLimit": 0,
-            "ttlSecondsAfterFinished": js_number_value(input.ttl_seconds_after_finished),
-            "activeDeadlineSeconds": js_number_value(input.active_deadline_sec),
+            "ttlSecondsAfterFinished": number::json_value(input.ttl_seconds_after_finished),
+            "activeDeadlineSeconds": number::json_value(input.active_deadline_sec),
             "template": {
                 "metadata": { "labels": string_map_object(&pod_template_labels(&input.labels)) },
                 "spec": pod_spec,

@@ -2,6 +2,8 @@
 //!
 //! The tenant namespace is derived in [`crate::lease::namespace`].
 
+use js_compat::{number, string};
+
 /// Prefix of every run (workload) name: Sandbox/Job name and `providerLeaseId`.
 pub const RUN_NAME_PREFIX: &str = "pc-";
 /// Suffix of the per-run Secret holding the adapter env.
@@ -24,7 +26,7 @@ pub fn new_run_ulid_dns(now_ms: f64, mut random_below_32: impl FnMut() -> u32) -
     for slot in time_chars.iter_mut().rev() {
         // `t & 0x1f` in JS: ToInt32 keeps the low 32 bits, and 32 divides 2^32, so the low five
         // bits are those of the truncated value even above 2^32.
-        *slot = ULID_ALPHABET[(js_to_int32(t) & 0x1f) as usize];
+        *slot = ULID_ALPHABET[(number::to_int32(t) & 0x1f) as usize];
         t = (t / 32.0).floor();
     }
     let mut out = String::with_capacity(ULID_TIME_CHARS + ULID_RANDOM_CHARS);
@@ -52,48 +54,19 @@ pub fn run_secret_name(run_name: &str) -> String {
 /// and its last 25 characters (where a run's random part sits), joined by `-`. Lengths and cuts
 /// count UTF-16 code units, as the original's `length`/`slice` do.
 pub fn scoped_policy_name(workload_name: &str, suffix: &str) -> String {
-    let suffix_len = utf16_len(suffix) as i64;
+    let suffix_len = string::utf16_len(suffix) as i64;
     let max_workload_len = MAX_OBJECT_NAME_LENGTH as i64 - suffix_len;
-    let workload_len = utf16_len(workload_name) as i64;
+    let workload_len = string::utf16_len(workload_name) as i64;
     let workload = if workload_len <= max_workload_len {
         workload_name.to_string()
     } else {
         format!(
             "{}-{}",
-            js_slice(workload_name, 0, Some(max_workload_len - 26)),
-            js_slice(workload_name, -25, None)
+            string::slice(workload_name, 0, Some(max_workload_len - 26)),
+            string::slice(workload_name, -25, None)
         )
     };
     format!("{workload}{suffix}")
-}
-
-/// ECMAScript ToInt32.
-fn js_to_int32(x: f64) -> i32 {
-    if !x.is_finite() {
-        return 0;
-    }
-    let truncated = x.trunc();
-    let modulo = truncated.rem_euclid(4_294_967_296.0);
-    (modulo as u64 as u32) as i32
-}
-
-fn utf16_len(s: &str) -> usize {
-    s.encode_utf16().count()
-}
-
-/// `s.slice(start, end)` in JS, over UTF-16 code units; negative positions count from the end.
-/// A cut through a surrogate pair leaves half a character, which Rust strings cannot hold: it
-/// becomes U+FFFD.
-fn js_slice(s: &str, start: i64, end: Option<i64>) -> String {
-    let units: Vec<u16> = s.encode_utf16().collect();
-    let len = units.len() as i64;
-    let clamp = |i: i64| if i < 0 { (len + i).max(0) } else { i.min(len) };
-    let from = clamp(start);
-    let to = clamp(end.unwrap_or(len));
-    if from >= to {
-        return String::new();
-    }
-    String::from_utf16_lossy(&units[from as usize..to as usize])
 }
 
 #[cfg(test)]
@@ -136,20 +109,5 @@ mod tests {
                 "t".repeat(25)
             )
         );
-    }
-
-    #[test]
-    fn slice_follows_js() {
-        assert_eq!(js_slice("abcdef", 0, Some(-2)), "abcd");
-        assert_eq!(js_slice("abcdef", -2, None), "ef");
-        assert_eq!(js_slice("ab", -5, None), "ab");
-        assert_eq!(js_slice("ab", 3, None), "");
-    }
-
-    #[test]
-    fn to_int32_wraps() {
-        assert_eq!(js_to_int32(4_294_967_296.0 + 5.0), 5);
-        assert_eq!(js_to_int32(-1.0), -1);
-        assert_eq!(js_to_int32(f64::NAN), 0);
     }
 }

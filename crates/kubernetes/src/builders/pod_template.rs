@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::config::DefaultResources;
-use crate::js::js_number_value;
+use js_compat::number;
 
 /// The one container's name; exec and logs address it.
 pub const AGENT_CONTAINER_NAME: &str = "agent";
@@ -80,7 +80,7 @@ pub fn agent_pod_spec(spec: &AgentPodSpec<'_>) -> Value {
     out.insert("automountServiceAccountToken".into(), false.into());
     out.insert("restartPolicy".into(), spec.restart_policy.into());
     if let Some(seconds) = spec.active_deadline_seconds {
-        out.insert("activeDeadlineSeconds".into(), js_number_value(seconds));
+        out.insert("activeDeadlineSeconds".into(), number::json_value(seconds));
     }
     if let Some(class) = spec.runtime_class_name.filter(|c| !c.is_empty()) {
         out.insert("runtimeClassName".into(), class.into());

@@ -14,7 +14,7 @@ use super::labels::pod_template_labels;
 use super::pod_template::{AgentPodSpec, ContainerResources, agent_pod_spec};
 use super::string_map::{self, string_map_object};
 use crate::config::adapters::StringMap;
-use crate::js::js_number_to_string;
+use js_compat::number;
 use sandbox_core::{ProviderError, ProviderResult};
 
 pub const SANDBOX_GROUP: &str = "agents.x-k8s.io";
@@ -159,7 +159,7 @@ fn hard_stop_entrypoint(at_epoch_sec: f64) -> ProviderResult<String> {
     if !safe_integer || at_epoch_sec <= 0.0 {
         return Err(ProviderError::new(format!(
             "Invalid sandbox hard-stop deadline: {}",
-            js_number_to_string(at_epoch_sec)
+            number::to_string(at_epoch_sec)
         )));
     }
     let deadline = at_epoch_sec as i64;

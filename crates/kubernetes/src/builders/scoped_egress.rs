@@ -11,8 +11,7 @@ use super::naming::scoped_policy_name;
 use super::network_policy::{NetworkPolicyInput, build_network_policy_manifests};
 use crate::config::EgressMode;
 use crate::config::adapters::StringMap;
-use crate::js::js_to_lower_case;
-use sandbox_core::json::js_trim;
+use js_compat::string;
 
 /// Where a task asks for egress; named in the hint and in the Secret.
 pub const NETWORK_EGRESS_GRANT_PATH: &str = "executionWorkspaceSettings.networkEgress";
@@ -56,7 +55,7 @@ pub fn parse_scoped_network_egress_grant(settings: Option<&Value>) -> ScopedNetw
             return Vec::new();
         };
         let mut unique: Vec<String> = Vec::new();
-        for item in items.iter().filter_map(Value::as_str).map(js_trim) {
+        for item in items.iter().filter_map(Value::as_str).map(string::trim) {
             if !item.is_empty() && !unique.iter().any(|seen| seen == item) {
                 unique.push(item.to_string());
             }
@@ -66,7 +65,7 @@ pub fn parse_scoped_network_egress_grant(settings: Option<&Value>) -> ScopedNetw
     ScopedNetworkEgressGrant {
         allow_fqdns: entries("allowFqdns")
             .iter()
-            .map(|f| js_to_lower_case(f))
+            .map(|f| string::to_lower_case(f))
             .collect(),
         allow_cidrs: entries("allowCidrs"),
     }
@@ -104,7 +103,7 @@ pub fn append_network_egress_deny_hint(stderr: &str, grant: &ScopedNetworkEgress
     } else {
         format!(" Current task grant: {}.", allowed.join(", "))
     };
-    let trimmed = stderr.trim_end_matches(sandbox_core::json::is_js_whitespace);
+    let trimmed = string::trim_end(stderr);
     format!(
         "{trimmed}\nPaperclip network policy denied or could not route this request.{detail} Request access through {NETWORK_EGRESS_GRANT_PATH}.\n"
     )

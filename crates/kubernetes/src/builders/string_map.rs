@@ -5,6 +5,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::config::adapters::StringMap;
+use js_compat::json;
 
 /// A [`StringMap`] as the JS object the original builds from it. JS lists array-index keys
 /// (`"1"`, `"42"`) ahead of all others, whatever the insertion order, so the map is reordered
@@ -14,7 +15,7 @@ pub fn string_map_object(map: &StringMap) -> Map<String, Value> {
         .iter()
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
-    sandbox_core::json::js_ordered(object)
+    json::ordered(object)
 }
 
 /// `object[key] = value` on a map that was built from a JS object: an existing key keeps its

@@ -174,33 +174,10 @@ fn field(request: &Value, key: &str) -> Result<String, ApiError> {
     request
         .get(key)
         .and_then(Value::as_str)
-        .map(encode_uri_component)
+        .map(js_compat::uri::encode_uri_component)
         .ok_or_else(|| {
             ApiError::transport(format!("Required parameter {key} was null or undefined"))
         })
-}
-
-/// JavaScript's `encodeURIComponent` (UTF-8; lone surrogates cannot occur in a Rust string).
-fn encode_uri_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z'
-            | b'a'..=b'z'
-            | b'0'..=b'9'
-            | b'-'
-            | b'_'
-            | b'.'
-            | b'!'
-            | b'~'
-            | b'*'
-            | b'\''
-            | b'('
-            | b')' => out.push(byte as char),
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
 }
 
 fn core_path(request: &Value, plural: &str) -> Result<String, ApiError> {
@@ -437,7 +414,10 @@ mod tests {
             seen.lock().unwrap()[0].1,
             "/api/v1/namespaces/ns%20x/pods/%5Bobject%20Object%5D%2F%C3%A9%3F%23"
         );
-        assert_eq!(encode_uri_component("pc-01ab.x_~!*'()"), "pc-01ab.x_~!*'()");
+        assert_eq!(
+            js_compat::uri::encode_uri_component("pc-01ab.x_~!*'()"),
+            "pc-01ab.x_~!*'()"
+        );
     }
 
     #[tokio::test]

@@ -4,10 +4,11 @@ use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
 use super::error::{ClusterError, JOB_CREATED_WITHOUT_UID};
-use super::js_value::{array_items, js_template, prop, prop_str};
+use super::js_value::{array_items, prop, prop_str};
 use super::response::{created_uid, pick_pod_name};
 use super::status::{SandboxStatus, WorkloadPhase};
 use crate::cluster::ClusterApi;
+use js_compat::{string, value};
 
 /// `createJob`: creates the Job and returns its UID.
 pub async fn create_job<C: ClusterApi + ?Sized>(
@@ -86,8 +87,8 @@ fn js_greater_than_zero(value: &Value) -> bool {
         Value::Null => 0.0,
         // Strings, arrays and objects compare through their string form (ToPrimitive).
         other => {
-            let text = js_template(other);
-            let trimmed = sandbox_core::json::js_trim(&text);
+            let text = value::to_string(other);
+            let trimmed = string::trim(&text);
             if trimmed.is_empty() {
                 0.0
             } else {

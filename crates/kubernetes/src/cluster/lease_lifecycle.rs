@@ -9,13 +9,13 @@ use serde_json::{Value, json};
 use super::clock::{Clock, PollOptions};
 use super::error::{ClusterError, DESTROY_LEASE_FAILED};
 use super::job::{delete_job, find_pod_for_job, get_job_status};
-use super::js_value::{js_template, prop};
+use super::js_value::prop;
 use super::sandbox_api_version::SandboxApiVersion;
 use super::sandbox_cr::{delete_sandbox_cr, find_pod_for_sandbox, wait_for_sandbox_ready};
 use super::status::WorkloadPhase;
 use crate::cluster::ClusterApi;
 use crate::config::Backend;
-use crate::js::js_truthy;
+use js_compat::value;
 
 /// B11.
 pub const SANDBOX_CR_GONE: &str = "Sandbox CR no longer exists";
@@ -34,7 +34,7 @@ pub fn pod_not_running_reason(pod_name: &str, terminating: bool, phase: Option<&
     let state = if terminating {
         "terminating".to_string()
     } else {
-        phase.map_or_else(|| "in an unknown phase".to_string(), js_template)
+        phase.map_or_else(|| "in an unknown phase".to_string(), value::to_string)
     };
     format!("Pod {pod_name} is {state}")
 }
@@ -151,7 +151,7 @@ async fn check_sandbox_resumable<C: ClusterApi + ?Sized>(
     };
     let phase = prop(prop(Some(&pod), "status"), "phase");
     let terminating =
-        js_truthy(prop(Some(&pod), "metadata").and_then(|m| m.get("deletionTimestamp")));
+        value::truthy(prop(Some(&pod), "metadata").and_then(|m| m.get("deletionTimestamp")));
     if phase.and_then(Value::as_str) != Some("Running") || terminating {
         let reason = pod_not_running_reason(&pod_name, terminating, phase);
         return Ok(ResumeCheckResult::not_resumable(reason));

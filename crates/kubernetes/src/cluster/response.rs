@@ -2,13 +2,13 @@
 
 use serde_json::Value;
 
-use super::js_value::{js_template, prop, prop_str};
-use crate::js::js_truthy;
+use super::js_value::{prop, prop_str};
+use js_compat::value;
 
 /// `metadata.uid` of a create response, if it is a non-empty string.
 pub fn created_uid(created: &Value) -> Option<String> {
     let uid = prop(prop(Some(created), "metadata"), "uid")?;
-    js_truthy(Some(uid)).then(|| js_template(uid))
+    value::truthy(Some(uid)).then(|| value::to_string(uid))
 }
 
 /// `(running ?? pods[0])?.metadata?.name ?? null`.
@@ -17,5 +17,5 @@ pub fn pick_pod_name(pods: &[&Value]) -> Option<String> {
         .iter()
         .find(|pod| prop_str(prop(Some(pod), "status"), "phase") == Some("Running"));
     let chosen = running.or(pods.first())?;
-    prop(prop(Some(chosen), "metadata"), "name").map(js_template)
+    prop(prop(Some(chosen), "metadata"), "name").map(value::to_string)
 }

@@ -61,7 +61,7 @@ pub async fn discover_sandbox_api_version<C: ClusterApi + ?Sized>(
     // string `version` contributes `undefined`, which joins as an empty string.
     let mut served: Vec<Option<String>> = Vec::new();
     for entry in array_items(prop(Some(group), "versions")) {
-        let version = prop(Some(entry), "version").map(super::js_value::js_template);
+        let version = prop(Some(entry), "version").map(js_compat::value::to_string);
         if !served.contains(&version) {
             served.push(version);
         }

@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
 use super::error::{ClusterError, SANDBOX_CREATED_WITHOUT_UID};
-use super::js_value::{array_items, js_template, prop, prop_str};
+use super::js_value::{array_items, prop, prop_str};
 use super::response::{created_uid, pick_pod_name};
 use super::sandbox_api_version::{SANDBOX_GROUP, SANDBOX_PLURAL, SandboxApiVersion};
 use super::status::{SandboxStatus, WorkloadPhase};
 use crate::cluster::ClusterApi;
-use crate::js::js_truthy;
+use js_compat::{string, value};
 
 /// The pod label the agent-sandbox controller puts the Sandbox name in.
 pub const SANDBOX_NAME_LABEL: &str = "agents.x-k8s.io/sandbox-name";
@@ -114,7 +114,7 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
 ) -> Result<Option<String>, ClusterError> {
     let cr = get_sandbox(cluster, version, namespace, name).await?;
     if let Some(pod_name) = prop_str(prop(Some(&cr), "status"), "podName")
-        && !sandbox_core::json::js_trim(pod_name).is_empty()
+        && !string::trim(pod_name).is_empty()
     {
         return Ok(Some(pod_name.to_string()));
     }
@@ -125,9 +125,9 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
     {
         Ok(pod) => {
             if let Some(pod_name) = prop(prop(Some(&pod), "metadata"), "name")
-                && js_truthy(Some(pod_name))
+                && value::truthy(Some(pod_name))
             {
-                return Ok(Some(js_template(pod_name)));
+                return Ok(Some(value::to_string(pod_name)));
             }
         }
         Err(err) if err.is_not_found() => {}
@@ -256,11 +256,11 @@ fn readiness(cr: &Value) -> Readiness {
         let reason = mapped
             .reason_value()
             .or_else(|| prop(failed_condition, "reason"))
-            .map_or_else(|| "unknown reason".to_string(), js_template);
+            .map_or_else(|| "unknown reason".to_string(), value::to_string);
         let message = mapped
             .message_value()
             .or_else(|| prop(failed_condition, "message"))
-            .map_or_else(String::new, js_template);
+            .map_or_else(String::new, value::to_string);
         return Readiness::Failed { reason, message };
     }
     if phase_is("Terminating") {

@@ -1,7 +1,7 @@
 //! The per-run Secret, §9: the bootstrap token and the adapter environment the workload's
 //! container reads through `envFrom`.
 
-use sandbox_core::json::js_ordered;
+use js_compat::json;
 use serde_json::{Map, Value, json};
 
 use super::error::ClusterError;
@@ -63,7 +63,7 @@ impl PerRunSecret {
         for (key, value) in &self.adapter_env {
             data.insert(key.clone(), json!(value));
         }
-        Value::Object(js_ordered(data))
+        Value::Object(json::ordered(data))
     }
 }
 

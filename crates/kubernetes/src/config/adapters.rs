@@ -2,6 +2,7 @@
 //!
 //! The registry replaces the built-in table when it has any entry; see spec §5.1–§5.2.
 
+use js_compat::string;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Map, Value};
 
@@ -237,10 +238,7 @@ pub fn resolve_run_adapter_type(
     run_adapter_type: Option<&Value>,
     config_adapter_type: &str,
 ) -> String {
-    match run_adapter_type
-        .and_then(Value::as_str)
-        .map(sandbox_core::json::js_trim)
-    {
+    match run_adapter_type.and_then(Value::as_str).map(string::trim) {
         Some(trimmed) if !trimmed.is_empty() => trimmed.to_string(),
         _ => config_adapter_type.to_string(),
     }

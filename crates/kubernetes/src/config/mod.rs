@@ -15,9 +15,9 @@ pub mod zod;
 
 use serde_json::{Map, Value};
 
-use crate::js::js_number_value;
 use adapters::string_map_json;
 pub use adapters::{AdapterRegistryEntry, StringMap};
+use js_compat::number;
 pub use patterns::{is_valid_label_key, is_valid_label_value};
 pub use schema::parse_adapter_registry;
 pub use zod::{Issue, ZodIssues};
@@ -182,11 +182,11 @@ impl KubernetesConfig {
         );
         out.insert(
             "jobTtlSecondsAfterFinished".into(),
-            js_number_value(self.job_ttl_seconds_after_finished),
+            number::json_value(self.job_ttl_seconds_after_finished),
         );
         out.insert(
             "podActivityDeadlineSec".into(),
-            js_number_value(self.pod_activity_deadline_sec),
+            number::json_value(self.pod_activity_deadline_sec),
         );
         out.insert("adapterType".into(), self.adapter_type.clone().into());
         if let Some(adapters) = &self.adapters {

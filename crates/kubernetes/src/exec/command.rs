@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use sandbox_core::json::js_entries;
+use js_compat::{json, string};
 
 /// `shQuote(segment)`: single quotes around the text, each embedded `'` written as `'\''`
 /// (close, escaped quote, reopen). Safe for any text inside a `sh -c` script.
@@ -38,7 +38,7 @@ pub fn wrap_command_with_env(
 ) -> Vec<String> {
     let empty = Map::new();
     let env = env.and_then(Value::as_object).unwrap_or(&empty);
-    let exports: Vec<String> = js_entries(env)
+    let exports: Vec<String> = json::entries(env)
         .into_iter()
         .filter(|(key, _)| key.as_str() != "PATH" && is_shell_identifier(key))
         .filter_map(|(key, value)| {
@@ -49,7 +49,7 @@ pub fn wrap_command_with_env(
         .collect();
     let cwd = cwd
         .and_then(Value::as_str)
-        .filter(|dir| !sandbox_core::json::js_trim(dir).is_empty());
+        .filter(|dir| !string::trim(dir).is_empty());
     if exports.is_empty() && cwd.is_none() {
         return command.to_vec();
     }

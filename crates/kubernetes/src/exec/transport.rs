@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use futures::future::{BoxFuture, try_join, try_join3};
+use js_compat::utf8::Utf8Decoder;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, AttachedProcess};
 use sandbox_core::OutputStream;
-use sandbox_core::utf8::Utf8Decoder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 

@@ -9,7 +9,6 @@
 use sandbox_core::{HostSink, OutputStream, ProviderResult};
 use serde_json::{Map, Value, json};
 
-use super::js_string;
 use super::lease::LeaseView;
 use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
 use crate::cluster::api_bound;
@@ -18,9 +17,10 @@ use crate::config::Backend;
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
 use crate::exec::exit_hints::append_exit_status_hint;
-use crate::exec::upload_interceptor::{UploadDecision, base64_encode, flush_script};
+use crate::exec::upload_interceptor::{UploadDecision, flush_script};
 use crate::hooks::{ConfigStage, config_stage_of_execute};
 use crate::provider::KubernetesProvider;
+use js_compat::{string, value};
 
 /// B7.
 pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
@@ -64,7 +64,8 @@ impl KubernetesProvider {
         };
         let lease_value = params.get("lease");
         let lease = LeaseView::new(lease_value.and_then(|l| l.get("metadata")));
-        let lease_id = js_string(lease_value.and_then(|l| l.get("providerLeaseId")));
+        let lease_id =
+            value::to_string_or_undefined(lease_value.and_then(|l| l.get("providerLeaseId")));
         let grant = lease.grant();
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let (backend, _) = lease.backend(&config);
@@ -136,8 +137,8 @@ impl KubernetesProvider {
         let mut pod_name = lease
             .metadata
             .and_then(|m| m.get("podName"))
-            .filter(|p| crate::js::js_truthy(Some(p)))
-            .map(|p| js_string(Some(p)));
+            .filter(|p| value::truthy(Some(p)))
+            .map(|p| value::to_string_or_undefined(Some(p)));
         if pod_name.is_none() {
             let elapsed = self.clock().now_ms().saturating_sub(started);
             let find = orchestrator.find_pod(api, &namespace, &lease_id);
@@ -158,12 +159,16 @@ impl KubernetesProvider {
         let command = params
             .get("command")
             .and_then(Value::as_str)
-            .map(|c| sandbox_core::json::js_trim(c).to_string())
+            .map(|c| string::trim(c).to_string())
             .unwrap_or_default();
         let args: Vec<String> = params
             .get("args")
             .and_then(Value::as_array)
-            .map(|a| a.iter().map(|v| js_string(Some(v))).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|v| value::to_string_or_undefined(Some(v)))
+                    .collect()
+            })
             .unwrap_or_default();
         let raw_args = params.get("args").and_then(Value::as_array);
         let shell_script = match raw_args.map(Vec::as_slice) {
@@ -189,7 +194,7 @@ impl KubernetesProvider {
                     payload,
                 } => {
                     metadata["fastUpload"] = json!("flush");
-                    let body = base64_encode(&payload);
+                    let body = js_compat::base64::encode(&payload);
                     let script = flush_script(&target_path, body.len());
                     let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
                     let mut request = ExecRequest::new(&namespace, &pod_name, argv);

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     ConfigStage, INVALID_CONFIG_SUMMARY, cluster_err, config_stage_of_destroy,
-    config_stage_of_release, js_string, parse_config_for_hook,
+    config_stage_of_release, parse_config_for_hook,
 };
 use crate::builders::images::resolve_image;
 use crate::builders::sandbox_cr::{HardStop, SandboxCrManifestInput, build_sandbox_cr_manifest};
@@ -42,6 +42,7 @@ use crate::config::{Backend, KubernetesConfig};
 use crate::lease::precheck::{prepare_acquire, tenant_namespace};
 use crate::login::LoginLeaseScope;
 use crate::provider::KubernetesProvider;
+use js_compat::{string, value};
 
 type Config = KubernetesConfig;
 
@@ -132,7 +133,7 @@ impl<'a> LeaseView<'a> {
     /// The lease's `remoteCwd` when it is a non-blank string, else [`DEFAULT_REMOTE_CWD`].
     fn remote_cwd(&self) -> String {
         self.string("remoteCwd")
-            .filter(|dir| !sandbox_core::json::js_trim(dir).is_empty())
+            .filter(|dir| !string::trim(dir).is_empty())
             .unwrap_or(DEFAULT_REMOTE_CWD)
             .to_string()
     }
@@ -145,14 +146,6 @@ impl<'a> LeaseView<'a> {
             .unwrap_or(Value::Null);
         parse_scoped_network_egress_grant(Some(&json!({"networkEgress": network_egress})))
     }
-}
-
-/// V8's TypeError for reading a property of `undefined`/`null`.
-fn property_type_error(receiver: &str, property: &str) -> ProviderError {
-    ProviderError::new(format!(
-        "Cannot read properties of {receiver} (reading '{property}')"
-    ))
-    .with_class(sandbox_core::ErrorClass::TypeError)
 }
 
 /// Deletes what a failed acquire created (§11.6 step 12): the workload, and the per-run Secret
@@ -655,7 +648,7 @@ impl KubernetesProvider {
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let connection = self.connect(&config).await?;
         let (backend, _) = lease.backend(&config);
-        let lease_id = js_string(params.get("providerLeaseId"));
+        let lease_id = value::to_string_or_undefined(params.get("providerLeaseId"));
         self.uploads().remove(&lease_id);
         self.ready().remove(&lease_id);
         self.login().forget(&lease_id);
@@ -701,7 +694,7 @@ impl KubernetesProvider {
         let lease = LeaseView::new(params.get("leaseMetadata"));
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let (backend, _) = lease.backend(&config);
-        let lease_id = js_string(params.get("providerLeaseId"));
+        let lease_id = value::to_string_or_undefined(params.get("providerLeaseId"));
         let secret_name = lease.secret_name(&lease_id);
         let pod_name = lease
             .string("podName")
@@ -735,14 +728,21 @@ impl KubernetesProvider {
         _sink: &dyn HostSink,
     ) -> ProviderResult<Value> {
         let workspace = match params.get("workspace") {
-            None => return Err(property_type_error("undefined", "remotePath")),
-            Some(Value::Null) => return Err(property_type_error("null", "remotePath")),
+            None => {
+                return Err(ProviderError::cannot_read_properties(
+                    "undefined",
+                    "remotePath",
+                ));
+            }
+            Some(Value::Null) => {
+                return Err(ProviderError::cannot_read_properties("null", "remotePath"));
+            }
             Some(workspace) => workspace,
         };
         let remote_path = workspace
             .get("remotePath")
             .and_then(Value::as_str)
-            .map(sandbox_core::json::js_trim)
+            .map(string::trim)
             .filter(|p| !p.is_empty());
         let cwd = remote_path.unwrap_or("/workspace");
         Ok(json!({"cwd": cwd, "metadata": {"provider": "kubernetes", "remoteCwd": cwd}}))

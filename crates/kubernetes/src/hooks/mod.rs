@@ -25,8 +25,8 @@ use serde_json::{Map, Value, json};
 use crate::cluster::ClusterError;
 use crate::config::adapters::get_adapter_defaults;
 use crate::config::{Backend, KubernetesConfig, ZodIssues};
-use crate::js::js_truthy;
 use crate::lease::egress_warnings::validate_config_warning;
+use js_compat::value;
 
 pub use execute::{
     EXEC_FLOOR_MS, EXECUTE_POLL_MS, SANDBOX_POD_UNRESOLVED, sandbox_not_ready_message,
@@ -49,29 +49,6 @@ pub const JOB_BACKEND_NO_LOGIN_PTY: &str =
 pub const INVALID_CONFIG_SUMMARY: &str = "Invalid Kubernetes provider configuration.";
 /// execute's stderr for a lease without a provider lease id.
 pub const NO_PROVIDER_LEASE_ID: &str = "No provider lease ID available for execution.";
-
-/// `${value}` of a JS template literal, for the ids and args the hooks interpolate.
-pub(crate) fn js_string(value: Option<&Value>) -> String {
-    match value {
-        None => "undefined".into(),
-        Some(Value::Null) => "null".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => crate::js::js_number_to_string(n.as_f64().unwrap_or(f64::NAN)),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                if v.is_null() {
-                    String::new()
-                } else {
-                    js_string(Some(v))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Some(Value::Object(_)) => "[object Object]".into(),
-    }
-}
 
 /// A cluster failure as the hook rejects with it.
 pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
@@ -148,7 +125,7 @@ pub fn config_stage_of_resume(params: &Value) -> ProviderResult<ConfigStage> {
 
 /// onEnvironmentReleaseLease: a falsy `providerLeaseId` resolves `undefined` before parsing.
 pub fn config_stage_of_release(params: &Value) -> ProviderResult<ConfigStage> {
-    if !js_truthy(params.get("providerLeaseId")) {
+    if !value::truthy(params.get("providerLeaseId")) {
         return Ok(ConfigStage::Return(Value::Null));
     }
     proceed(params)
@@ -163,11 +140,21 @@ pub fn config_stage_of_destroy(params: &Value) -> ProviderResult<ConfigStage> {
 /// parsing. A missing `lease` makes the original's property read throw a TypeError.
 pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
     let lease_id = match params.get("lease") {
-        None => return Err(property_read_type_error("undefined", "providerLeaseId")),
-        Some(Value::Null) => return Err(property_read_type_error("null", "providerLeaseId")),
+        None => {
+            return Err(ProviderError::cannot_read_properties(
+                "undefined",
+                "providerLeaseId",
+            ));
+        }
+        Some(Value::Null) => {
+            return Err(ProviderError::cannot_read_properties(
+                "null",
+                "providerLeaseId",
+            ));
+        }
         Some(lease) => lease.get("providerLeaseId"),
     };
-    if !js_truthy(lease_id) {
+    if !value::truthy(lease_id) {
         return Ok(ConfigStage::Return(json!({
             "exitCode": 1,
             "timedOut": false,
@@ -176,14 +163,6 @@ pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
         })));
     }
     proceed(params)
-}
-
-/// V8's TypeError for reading a property of `undefined`/`null`.
-fn property_read_type_error(receiver: &str, property: &str) -> ProviderError {
-    ProviderError::new(format!(
-        "Cannot read properties of {receiver} (reading '{property}')"
-    ))
-    .with_class(ErrorClass::TypeError)
 }
 
 #[cfg(test)]

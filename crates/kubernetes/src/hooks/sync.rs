@@ -5,12 +5,13 @@
 use sandbox_core::{HostSink, ProviderError, ProviderResult};
 use serde_json::Value;
 
-use super::{EXECUTE_POLL_MS, LeaseView, js_string, parse_config_for_hook};
+use super::{EXECUTE_POLL_MS, LeaseView, parse_config_for_hook};
 use crate::cluster::api_bound;
 use crate::cluster::{ClusterError, PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
 use crate::provider::KubernetesProvider;
 use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
+use js_compat::{string, value};
 
 /// A1.
 pub const SYNC_REQUIRES_REMOTE_DIR: &str =
@@ -36,14 +37,14 @@ impl KubernetesProvider {
             .and_then(|l| l.get("metadata"))
             .and_then(|m| m.get("remoteCwd"))
             .and_then(Value::as_str)
-            .map(|d| sandbox_core::json::js_trim(d).to_string())
+            .map(|d| string::trim(d).to_string())
             .filter(|d| !d.is_empty())
             .ok_or_else(|| ProviderError::new(SYNC_REQUIRES_REMOTE_DIR))?;
         let lease_id_value = lease.and_then(|l| l.get("providerLeaseId"));
-        if !crate::js::js_truthy(lease_id_value) {
+        if !value::truthy(lease_id_value) {
             return Err(ProviderError::new(SYNC_REQUIRES_LEASE_ID));
         }
-        let lease_id = js_string(lease_id_value);
+        let lease_id = value::to_string_or_undefined(lease_id_value);
         let config = parse_config_for_hook(params)?;
         let view = LeaseView::new(lease.and_then(|l| l.get("metadata")));
         let namespace = view.namespace(&config, params.get("companyId"))?;
@@ -83,8 +84,8 @@ impl KubernetesProvider {
         let mut pod = view
             .metadata
             .and_then(|m| m.get("podName"))
-            .filter(|p| crate::js::js_truthy(Some(p)))
-            .map(|p| js_string(Some(p)));
+            .filter(|p| value::truthy(Some(p)))
+            .map(|p| value::to_string_or_undefined(Some(p)));
         if pod.is_none() {
             let find = orchestrator.find_pod(connection.api.as_ref(), &namespace, &lease_id);
             pod = api_bound::with_api_bound(lookup_ms, find).await?;

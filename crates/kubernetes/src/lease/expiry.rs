@@ -7,9 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::js::{js_number_to_string, js_number_value};
-use crate::js_date::{date_parse, to_iso_string};
-use sandbox_core::json::js_entries;
+use js_compat::{date, json, number, value};
 use sandbox_core::{ProviderError, ProviderResult};
 
 /// Below this many seconds a lease cannot do useful work before it expires.
@@ -33,8 +31,8 @@ pub struct BoundedLeaseDeadline {
 impl BoundedLeaseDeadline {
     pub fn to_json(&self) -> Value {
         json!({
-            "activeDeadlineSec": js_number_value(self.active_deadline_sec),
-            "hardStopAtEpochSec": js_number_value(self.hard_stop_at_epoch_sec),
+            "activeDeadlineSec": number::json_value(self.active_deadline_sec),
+            "hardStopAtEpochSec": number::json_value(self.hard_stop_at_epoch_sec),
             "expiresAt": self.expires_at,
         })
     }
@@ -54,76 +52,30 @@ pub fn compute_bounded_lease_deadline(
         None | Some(Value::Null) => return Ok(None),
         Some(value) => value,
     };
-    let text = js_string(requested);
-    let Some(requested_ms) = date_parse(&text) else {
+    let text = value::to_string(requested);
+    let Some(requested_ms) = date::parse(&text) else {
         return Err(ProviderError::new(format!(
             "Requested lease deadline ({}) is not a valid ISO 8601 timestamp. Failing closed instead of silently substituting a default deadline the caller did not ask for.",
-            json_stringify(requested)
+            json::stringify(requested)
         )));
     };
     let requested_sec = ((requested_ms - now_ms) / 1000.0).floor();
     if requested_sec < MIN_ACTIVE_DEADLINE_SEC {
         return Err(ProviderError::new(format!(
             "Requested lease deadline ({text}) is already past or too close (< {}s) to acquire a bounded lease. Failing closed instead of granting a near-expired lease.",
-            js_number_to_string(MIN_ACTIVE_DEADLINE_SEC)
+            number::to_string(MIN_ACTIVE_DEADLINE_SEC)
         )));
     }
     let active_deadline_sec = requested_sec.min(MAX_ACTIVE_DEADLINE_SEC);
     let hard_stop_at_epoch_sec = (now_ms / 1000.0).floor() + active_deadline_sec;
     // Only a clock beyond the year 275760 could make this fail, where JS throws a RangeError.
-    let expires_at = to_iso_string(hard_stop_at_epoch_sec * 1000.0)
+    let expires_at = date::to_iso_string(hard_stop_at_epoch_sec * 1000.0)
         .ok_or_else(|| ProviderError::new("Invalid time value"))?;
     Ok(Some(BoundedLeaseDeadline {
         active_deadline_sec,
         hard_stop_at_epoch_sec,
         expires_at,
     }))
-}
-
-/// `String(value)` (and `${value}`) in JS.
-fn js_string(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => js_number_to_string(n.as_f64().unwrap_or(f64::NAN)),
-        Value::String(s) => s.clone(),
-        // `Array.prototype.join`: null items become empty strings.
-        Value::Array(items) => items
-            .iter()
-            .map(|item| {
-                if item.is_null() {
-                    String::new()
-                } else {
-                    js_string(item)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Value::Object(_) => "[object Object]".into(),
-    }
-}
-
-/// `JSON.stringify(value)` in JS: numbers in JS form, keys in JS property order.
-fn json_stringify(value: &Value) -> String {
-    match value {
-        Value::Number(n) => js_number_to_string(n.as_f64().unwrap_or(f64::NAN)),
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(json_stringify)
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        Value::Object(map) => {
-            let members: Vec<String> = js_entries(map)
-                .into_iter()
-                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), json_stringify(v)))
-                .collect();
-            format!("{{{}}}", members.join(","))
-        }
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -196,8 +148,8 @@ mod tests {
 
     #[test]
     fn non_strings_are_read_as_js_strings() {
-        assert_eq!(js_string(&json!([null, 1, "a"])), ",1,a");
-        assert_eq!(js_string(&json!(1.0)), "1");
+        assert_eq!(value::to_string(&json!([null, 1, "a"])), ",1,a");
+        assert_eq!(value::to_string(&json!(1.0)), "1");
         let one_entry = compute_bounded_lease_deadline(Some(&json!(["2026-01-02"])), NOW)
             .unwrap()
             .unwrap();

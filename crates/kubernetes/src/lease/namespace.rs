@@ -3,7 +3,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::config::KubernetesConfig;
-use crate::js::js_to_lower_case;
+use js_compat::string;
 
 /// A namespace name is at most 63 characters; the default `paperclip-` prefix leaves 53.
 const MAX_SLUG_LENGTH: usize = 53;
@@ -26,7 +26,7 @@ pub fn derive_tenant_namespace(config: &KubernetesConfig, company_id: &str) -> S
 /// digits of SHA-256 over the UTF-8 of the *original* input, so inputs sharing a long prefix
 /// still get distinct namespaces.
 pub fn derive_company_slug(input: &str) -> String {
-    let lowered = js_to_lower_case(input);
+    let lowered = string::to_lower_case(input);
     let mut collapsed = String::with_capacity(lowered.len());
     let mut in_run = false;
     for c in lowered.chars() {

@@ -77,10 +77,10 @@ pub(crate) fn tenant_namespace(
             } else {
                 "null"
             };
-            Err(ProviderError::new(format!(
-                "Cannot read properties of {receiver} (reading 'toLowerCase')"
+            Err(ProviderError::cannot_read_properties(
+                receiver,
+                "toLowerCase",
             ))
-            .with_class(ErrorClass::TypeError))
         }
         Some(_) => Err(ProviderError::new("input.toLowerCase is not a function")
             .with_class(ErrorClass::TypeError)),

@@ -8,8 +8,7 @@ use sandbox_core::{BoxFuture, HostSink, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
 use crate::config::KubernetesConfig;
-use crate::sync::paths::random_uuid;
-use sandbox_core::utf8::Utf8Decoder;
+use js_compat::{date, utf8::Utf8Decoder};
 
 /// A22.
 pub const LOGIN_PTY_DESCRIPTOR_REJECTED: &str = "LOGIN_PTY_DESCRIPTOR_REJECTED";
@@ -255,7 +254,7 @@ fn str_param<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 fn is_later_than_now(expires_at: &str, now_ms: f64) -> bool {
-    crate::js_date::date_parse(expires_at).is_some_and(|t| t > now_ms)
+    date::parse(expires_at).is_some_and(|t| t > now_ms)
 }
 
 /// The login-PTY manager of one worker.
@@ -336,7 +335,7 @@ impl LoginPtyManager {
             _ => return Err(ProviderError::new(LOGIN_PTY_DESCRIPTOR_REJECTED)),
         };
         let lease_id = str_param(params, "providerLeaseId").unwrap_or_default();
-        let route = crate::hooks::js_string(params.get("hostRouteId"));
+        let route = js_compat::value::to_string_or_undefined(params.get("hostRouteId"));
         let null = Value::Null;
         let (scope, entry) = {
             let mut t = inner.tables();
@@ -375,7 +374,7 @@ impl LoginPtyManager {
             }
             let entry = Arc::new(Entry {
                 route: route.clone(),
-                id: format!("pty-{}", random_uuid()),
+                id: format!("pty-{}", js_compat::uuid::random_uuid()),
                 lease: lease_id.to_string(),
                 sink,
                 state: Mutex::new(EntryState {
@@ -438,7 +437,7 @@ impl LoginPtyManager {
         if data.len() > MAX_CHUNK {
             return Err(ProviderError::new(LOGIN_INPUT_TOO_LARGE));
         }
-        let id = crate::hooks::js_string(params.get("workerSessionId"));
+        let id = js_compat::value::to_string_or_undefined(params.get("workerSessionId"));
         let entry = self.inner.tables().sessions.get(&id).cloned();
         if let Some(entry) = entry {
             let connection = {
@@ -458,7 +457,7 @@ impl LoginPtyManager {
 
     /// `stop({workerSessionId})`: exit `None`, then terminate with Ctrl-C.
     pub fn stop(&self, params: &Value) {
-        let id = crate::hooks::js_string(params.get("workerSessionId"));
+        let id = js_compat::value::to_string_or_undefined(params.get("workerSessionId"));
         let entry = self.inner.tables().sessions.get(&id).cloned();
         if let Some(entry) = entry {
             self.inner.exit_and_terminate(&entry, None, true);
@@ -467,7 +466,7 @@ impl LoginPtyManager {
 
     /// `close({hostRouteId})` → `{hostRouteId}`.
     pub fn close(&self, params: &Value) -> Value {
-        let route = crate::hooks::js_string(params.get("hostRouteId"));
+        let route = js_compat::value::to_string_or_undefined(params.get("hostRouteId"));
         let entry = self.inner.tables().routes.get(&route).cloned();
         if let Some(entry) = entry {
             self.inner.terminate(&entry, true);

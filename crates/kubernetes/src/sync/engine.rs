@@ -11,12 +11,13 @@ use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Value, json};
 use tokio::io::AsyncWrite;
 
-use super::paths::{assert_confined_sandbox_path, posix_join, random_uuid};
+use super::paths::assert_confined_sandbox_path;
 use super::script::{self, InboundFile};
 use super::tar_list::{assert_archive_confined, escaping_member_message, extract_confined};
 use crate::cluster::ClusterError;
 use crate::cluster::PodExec;
 use crate::exec::{ExecError, StreamingIo, StreamingOutput};
+use js_compat::value;
 
 /// Reserved scratch-name stem of staged transfers.
 pub const SCRATCH_PREFIX: &str = ".paperclip-upload";
@@ -119,7 +120,7 @@ impl SyncOperation {
                                             .collect()
                                     })
                                     .unwrap_or_default(),
-                                follow_symlinks: crate::js::js_truthy(f.get("followSymlinks")),
+                                follow_symlinks: value::truthy(f.get("followSymlinks")),
                             })
                             .collect()
                     })
@@ -326,7 +327,10 @@ fn count_host_files(root: &Path, exclude: &[String]) -> u64 {
 }
 
 fn scratch_stage(remote_dir: &str) -> String {
-    posix_join(remote_dir, &format!("{SCRATCH_PREFIX}-{}", random_uuid()))
+    js_compat::path::join(
+        remote_dir,
+        &format!("{SCRATCH_PREFIX}-{}", js_compat::uuid::random_uuid()),
+    )
 }
 
 fn sh_argv(script: String) -> Vec<String> {

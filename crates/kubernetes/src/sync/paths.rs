@@ -1,7 +1,6 @@
-//! Host-side confinement of sandbox paths (`assertConfinedSandboxPath`) and the POSIX path
-//! helpers file sync uses (node's `path.posix`).
+//! Host-side confinement of sandbox paths (`assertConfinedSandboxPath`, `posixPathEscapes`).
 
-pub use sandbox_core::archive::{posix_dirname, posix_join, posix_normalize};
+use js_compat::path;
 
 /// A37.
 pub fn not_confined_message(label: &str, candidate: &str) -> String {
@@ -20,8 +19,8 @@ pub fn assert_confined_sandbox_path(
     candidate: &str,
     label: &str,
 ) -> Result<(), String> {
-    let normalized_root = posix_normalize(root);
-    let normalized = posix_normalize(candidate);
+    let normalized_root = path::normalize(root);
+    let normalized = path::normalize(candidate);
     if !normalized.starts_with('/')
         || normalized == ".."
         || normalized.contains("/../")
@@ -42,34 +41,8 @@ pub fn assert_confined_sandbox_path(
 
 /// `posixPathEscapes`: absolute, `..`, or `..`-leading once normalised.
 pub fn posix_path_escapes(relative: &str) -> bool {
-    let normalized = posix_normalize(relative);
+    let normalized = path::normalize(relative);
     normalized == ".." || normalized.starts_with("../") || normalized.starts_with('/')
-}
-
-/// `path.posix.basename`.
-pub fn posix_basename(path: &str) -> String {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() {
-        return String::new();
-    }
-    trimmed.rsplit('/').next().unwrap_or_default().to_string()
-}
-
-/// A random v4 UUID, lower-case hex (`crypto.randomUUID()`).
-pub fn random_uuid() -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).expect("OS randomness");
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
 }
 
 #[cfg(test)]
@@ -118,10 +91,7 @@ mod tests {
         assert!(posix_path_escapes("/etc"));
         assert!(!posix_path_escapes("a/../b"));
         assert!(!posix_path_escapes("./a"));
-        assert_eq!(posix_basename("/workspace/a/b.txt"), "b.txt");
-        assert_eq!(posix_basename("/workspace/dir/"), "dir");
-        let id = random_uuid();
-        assert_eq!(id.len(), 36);
-        assert_eq!(&id[14..15], "4");
+        assert_eq!(path::basename("/workspace/a/b.txt"), "b.txt");
+        assert_eq!(path::basename("/workspace/dir/"), "dir");
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::exec::command::sh_quote;
 
-use super::paths::{posix_basename, posix_dirname, posix_join};
+use js_compat::path;
 
 /// `canonicalizerPreamble(quotedRoot)`.
 pub fn preamble(root: &str) -> Vec<String> {
@@ -73,7 +73,7 @@ pub fn sync_in_files(
     let stage = sh_quote(remote_stage);
     let mut parents: Vec<String> = Vec::new();
     for file in files {
-        let parent = posix_dirname(&file.target_path);
+        let parent = path::dirname(&file.target_path);
         if !parents.contains(&parent) {
             parents.push(parent);
         }
@@ -99,15 +99,15 @@ pub fn sync_in_files(
         r#"head -c {archive_bytes} | tar -xf - -C {stage} || {{ echo "extract failed" >&2; exit 43; }};"#
     ));
     for (i, file) in files.iter().enumerate() {
-        let staged = sh_quote(&posix_join(remote_stage, &i.to_string()));
+        let staged = sh_quote(&path::join(remote_stage, &i.to_string()));
         if let Some(mode) = file.mode {
             s.push(format!(
                 r#"chmod {} {staged} || {{ echo "chmod failed" >&2; exit 48; }};"#,
                 octal_mode(mode)
             ));
         }
-        let parent = sh_quote(&posix_dirname(&file.target_path));
-        let base = sh_quote(&posix_basename(&file.target_path));
+        let parent = sh_quote(&path::dirname(&file.target_path));
+        let base = sh_quote(path::basename(&file.target_path));
         s.extend(resolve_and_check("_pc_tgt_dir", &parent));
         s.push(r#"exec 8<"$_pc_tgt_dir" || { echo "open failed" >&2; exit 47; };"#.into());
         s.extend(resolve_and_check("_pc_fd_dir", "/proc/self/fd/8"));
@@ -148,7 +148,7 @@ pub fn sync_out_files(root: &str, remote_stage: &str, sources: &[String]) -> Str
         r#"mkdir -p -m 700 {stage} || {{ echo "stage mkdir failed" >&2; exit 46; }};"#
     ));
     for (i, source) in sources.iter().enumerate() {
-        let snapshot = sh_quote(&posix_join(remote_stage, &i.to_string()));
+        let snapshot = sh_quote(&path::join(remote_stage, &i.to_string()));
         s.extend(resolve_and_check("_pc_real", &sh_quote(source)));
         // Opening a FIFO for reading blocks until a writer appears (until the exec timeout,
         // `podActivityDeadlineSec`): an existing non-regular source is refused before the

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{ParsedType, PathSegment};
-use crate::js::{js_number_to_string, json_stringify_pretty};
+use js_compat::{json, number, value};
 
 /// The object literal zod passes to `addIssueToContext` (its "issueData"), keys in the order
 /// zod's source writes them. A `None` value is a key that is present but `undefined`, as
@@ -75,7 +75,7 @@ impl IssueData {
     ) -> Self {
         Self::new(vec![
             ("code", Some("too_small".into())),
-            ("minimum", Some(crate::js::js_number_value(minimum))),
+            ("minimum", Some(number::json_value(minimum))),
             ("type", Some(kind.as_str().into())),
             ("inclusive", Some(inclusive.into())),
             ("exact", Some(false.into())),
@@ -140,29 +140,10 @@ fn join_values(values: &[Value], separator: &str) -> String {
         .iter()
         .map(|value| match value {
             Value::String(s) => format!("'{s}'"),
-            other => js_display(other),
+            other => value::to_string(other),
         })
         .collect::<Vec<_>>()
         .join(separator)
-}
-
-/// JS template-literal interpolation (`${value}`) of a JSON value.
-fn js_display(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => js_number_to_string(n.as_f64().unwrap_or(f64::NAN)),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .map(|item| match item {
-                Value::Null => String::new(),
-                other => js_display(other),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Value::Object(_) => "[object Object]".into(),
-    }
 }
 
 /// One finished issue: the exact object zod's `makeIssue` returns (keys in its order).
@@ -232,7 +213,7 @@ pub fn default_error_message(issue: &Map<String, Value>) -> String {
     let text = |key: &str| {
         issue
             .get(key)
-            .map(js_display)
+            .map(value::to_string)
             .unwrap_or_else(|| "undefined".into())
     };
     let flag = |key: &str| issue.get(key).and_then(Value::as_bool).unwrap_or(false);
@@ -382,7 +363,7 @@ impl ZodIssues {
 
     /// A `ZodError`'s `message`: `JSON.stringify(issues, null, 2)`.
     pub fn error_message(&self) -> String {
-        json_stringify_pretty(&self.to_json())
+        json::stringify_pretty(&self.to_json())
     }
 }
 

@@ -1,12 +1,11 @@
 //! zod's parsing: the parse statuses, the schema types the config uses, and how their
 //! statuses merge.
 
-use sandbox_core::json::js_entries;
+use js_compat::{json, string};
 use serde_json::{Map, Value};
 
 use super::issue::{Issue, IssueData, SizedKind, ZodIssues};
 use super::{Input, ParsedType, Path, PathSegment, child_path};
-use crate::js::js_string_length;
 
 /// Collects issues as zod's shared parse context does.
 #[derive(Debug, Default)]
@@ -102,7 +101,7 @@ pub fn string(
     let mut dirty = false;
     for check in checks {
         let failed = match check {
-            StringCheck::Min(minimum) => (js_string_length(s) < *minimum)
+            StringCheck::Min(minimum) => (string::utf16_len(s) < *minimum)
                 .then(|| IssueData::too_small(*minimum as f64, SizedKind::String, true, None)),
             StringCheck::Regex(matches, message) => {
                 (!matches(s)).then(|| IssueData::invalid_string("regex", *message))
@@ -292,7 +291,7 @@ pub fn record<V>(
         return Parsed::Aborted;
     };
     let mut pairs = Vec::new();
-    for (key, value) in js_entries(map) {
+    for (key, value) in json::entries(map) {
         let entry_path = child_path(path, PathSegment::Key(key.clone()));
         let key = key_schema(key, &entry_path, cx);
         let value = value_schema(Some(value), &entry_path, cx);
@@ -400,7 +399,7 @@ impl<'a> ObjectInput<'a> {
         build: impl FnOnce() -> Option<T>,
     ) -> Parsed<T> {
         if unknown_keys == UnknownKeys::Strict {
-            let extra: Vec<String> = js_entries(self.map)
+            let extra: Vec<String> = json::entries(self.map)
                 .into_iter()
                 .map(|(key, _)| key.clone())
                 .filter(|key| !self.shape_keys.contains(&key.as_str()))

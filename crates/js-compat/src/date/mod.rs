@@ -4,11 +4,17 @@
 //! exactly when `Date.parse` returns a number. V8 first tries the ECMAScript date-time format
 //! (`YYYY-MM-DDTHH:mm:ss.sssZ` and its shortenings) and then falls back to its "legacy" parser,
 //! which accepts forms like `Thu, 01 Jan 2026 06:00:00 GMT` or `1/2/2026 10:00 PST`. Both are
-//! reproduced here, token for token, so the same strings parse to the same instants.
+//! reproduced here, token for token, so the same strings parse to the same instants: no date
+//! crate accepts V8's legacy forms.
 //!
 //! One difference is deliberate: strings without a zone that V8 reads as *local* time (ISO
 //! date-times without offset, most legacy forms) are read as UTC, as they would be by a Node
 //! process running with `TZ=UTC`. The host's zone is not available without a zone database.
+//!
+//! The calendar is `jiff`'s proleptic Gregorian one. jiff's dates span the years ±9999 while a
+//! JS time value reaches ±275,760 years (and `Date.parse` composes years up to ±1,000,000 before
+//! clipping), so a date is moved by whole 400-year cycles into jiff's range first: the Gregorian
+//! calendar repeats exactly every 400 years (146,097 days), which keeps the result exact.
 
 mod composers;
 mod parser;
@@ -21,7 +27,7 @@ const MAX_TIME_MS: f64 = 8.64e15;
 const MS_PER_DAY: f64 = 86_400_000.0;
 
 /// `Date.parse(text)`: ms since the epoch, or `None` where JS gives `NaN`.
-pub fn date_parse(text: &str) -> Option<f64> {
+pub fn parse(text: &str) -> Option<f64> {
     let units: Vec<u16> = text.encode_utf16().collect();
     let fields = parse_fields(&units)?;
     let day = make_day(
@@ -80,29 +86,40 @@ fn make_day(year: f64, month: f64, date: f64) -> Option<f64> {
     Some(days_from_civil(y, m as u32 + 1, 1) as f64 + date - 1.0)
 }
 
+/// Days in one 400-year Gregorian cycle.
+const DAYS_PER_CYCLE: i64 = 146_097;
+/// The first day of the cycle of years jiff computes in (1970 to 2369).
+const EPOCH: jiff::civil::Date = jiff::civil::Date::constant(1970, 1, 1);
+
 /// Days since 1970-01-01 of a proleptic-Gregorian date (month 1–12).
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let cycles = (year - 1970).div_euclid(400);
+    let shifted = year - cycles * 400;
+    let date = jiff::civil::Date::new(shifted as i16, month as i8, day as i8)
+        .expect("a year of 1970..=2369 and a valid month and day make a jiff date");
+    date.duration_since(EPOCH).as_secs() / 86_400 + cycles * DAYS_PER_CYCLE
 }
 
 /// The date of a day count since 1970-01-01.
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let cycles = days.div_euclid(DAYS_PER_CYCLE);
+    let in_cycle = days.rem_euclid(DAYS_PER_CYCLE);
+    let date = EPOCH
+        .checked_add(jiff::SignedDuration::from_secs(in_cycle * 86_400))
+        .expect("less than 400 years after 1970 is a jiff date");
+    (
+        i64::from(date.year()) + cycles * 400,
+        date.month() as u32,
+        date.day() as u32,
+    )
+}
+
+/// `new Date().toISOString()`.
+pub fn now_iso_string() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64);
+    to_iso_string(ms).expect("the clock is within the range of Date")
 }
 
 /// A parsed date: fields as written, and the zone offset (`None` = local time).
@@ -260,7 +277,54 @@ mod tests {
     #[test]
     fn matches_node() {
         for (text, expected) in NODE_RESULTS {
-            assert_eq!(date_parse(text), *expected, "Date.parse({text:?})");
+            assert_eq!(parse(text), *expected, "Date.parse({text:?})");
+        }
+    }
+
+    /// `new Date(ms).toISOString()` in Node 20.
+    const NODE_ISO_STRINGS: &[(f64, &str)] = &[
+        (0.0, "1970-01-01T00:00:00.000Z"),
+        (1700000000123.0, "2023-11-14T22:13:20.123Z"),
+        (951782400000.0, "2000-02-29T00:00:00.000Z"),
+        (-1.0, "1969-12-31T23:59:59.999Z"),
+        (-86400000.0, "1969-12-31T00:00:00.000Z"),
+        (-62167219200000.0, "0000-01-01T00:00:00.000Z"),
+        (-62167219200001.0, "-000001-12-31T23:59:59.999Z"),
+        (-62198755200000.0, "-000001-01-01T00:00:00.000Z"),
+        (253402300799999.0, "9999-12-31T23:59:59.999Z"),
+        (253402300800000.0, "+010000-01-01T00:00:00.000Z"),
+        (-8640000000000000.0, "-271821-04-20T00:00:00.000Z"),
+        (8640000000000000.0, "+275760-09-13T00:00:00.000Z"),
+        (4102444800000.0, "2100-01-01T00:00:00.000Z"),
+        (-2208988800000.0, "1900-01-01T00:00:00.000Z"),
+        (951868800000.0, "2000-03-01T00:00:00.000Z"),
+        (13569465600000.0, "2400-01-01T00:00:00.000Z"),
+        (-12219292800000.0, "1582-10-15T00:00:00.000Z"),
+        (1000000000000000.0, "+033658-09-27T01:46:40.000Z"),
+        (-1000000000000000.0, "-029719-04-05T22:13:20.000Z"),
+    ];
+
+    #[test]
+    fn iso_strings_match_node() {
+        for (ms, text) in NODE_ISO_STRINGS {
+            assert_eq!(to_iso_string(*ms).as_deref(), Some(*text), "{ms}");
+            assert_eq!(parse(text), Some(*ms), "{text}");
+        }
+        assert_eq!(to_iso_string(f64::NAN), None);
+        assert_eq!(now_iso_string().len(), 24);
+    }
+
+    /// The 400-year shift against a plain day count: every day of two whole cycles on each side
+    /// of the epoch converts to a date and back to the same count, one day after the previous.
+    #[test]
+    fn day_counts_and_dates_are_inverse() {
+        let mut previous = civil_from_days(-2 * DAYS_PER_CYCLE - 1);
+        for days in -2 * DAYS_PER_CYCLE..2 * DAYS_PER_CYCLE {
+            let (year, month, day) = civil_from_days(days);
+            assert_eq!(days_from_civil(year, month, 1) + i64::from(day) - 1, days);
+            let next_day = (year, month, day) > previous && (day == previous.2 + 1 || day == 1);
+            assert!(next_day, "{previous:?} then {:?}", (year, month, day));
+            previous = (year, month, day);
         }
     }
 
@@ -273,7 +337,7 @@ mod tests {
             "-000001-01-01T00:00:00.000Z",
             "0000-03-01T00:00:00.000Z",
         ] {
-            let ms = date_parse(text).unwrap();
+            let ms = parse(text).unwrap();
             assert_eq!(to_iso_string(ms).as_deref(), Some(text));
         }
         assert_eq!(to_iso_string(8.64e15 + 1.0), None);

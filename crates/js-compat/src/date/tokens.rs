@@ -1,7 +1,7 @@
 //! V8's date-string tokens: numbers, the symbols `: - + . )`, words (month and zone names,
 //! AM/PM, `T`), white space, and everything else (parenthesised comments included).
 
-use sandbox_core::json::is_js_whitespace;
+use crate::string::is_whitespace as is_js_whitespace;
 
 /// V8 keeps at most this many significant digits of a numeral.
 const MAX_SIGNIFICANT_DIGITS: usize = 9;

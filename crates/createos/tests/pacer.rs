@@ -10,9 +10,11 @@ use createos::pacer::DEFAULT_INTERVAL;
 use createos::{Pacer, Signal};
 use serde_json::json;
 
-/// How far apart two arrivals may look at the emulator for starts that were 300 ms apart at the
-/// client: the request and the log stamp add a little latency to each, not always the same.
-const ARRIVAL_JITTER_MS: f64 = 10.0;
+/// How much closer than 300 ms two arrivals may look at the emulator for starts that were 300 ms
+/// apart at the client: the request and the log stamp add latency to each, not always the same,
+/// and on a loaded two-core machine one of them can be held up by a scheduler tick or two. Without
+/// a pacer the gaps are a few milliseconds, so the bound still fails at once if pacing is lost.
+const ARRIVAL_JITTER_MS: f64 = 60.0;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spaces_request_starts_to_one_origin_across_leases() {

@@ -39,11 +39,11 @@ use std::path::{Path, PathBuf};
 pub use extract::{extract_archive, extract_archive_skipping_specials};
 pub use follow::check_followed_tree;
 pub use glob::{excluded, matches_glob};
-pub use node_fs_errors::node_fs_message;
-pub use paths::{
-    gnu_hard_link_target, is_confined_entry_path, path_parts, posix_dirname, posix_join,
-    posix_normalize,
+pub use js_compat::path::{
+    dirname as posix_dirname, join as posix_join, normalize as posix_normalize,
 };
+pub use node_fs_errors::node_fs_message;
+pub use paths::{gnu_hard_link_target, is_confined_entry_path, path_parts};
 pub use policy::{ArchivePolicy, EntryKind, Violation, symlink_target_confined};
 pub use read::validate_archive;
 pub use stream::{CheckedReader, EXTENDED_HEADER_LIMIT, StreamCheck, entry_error, open_checked};

@@ -1,73 +1,5 @@
-//! POSIX path helpers (Node's `path.posix`) and the path forms an archive entry may have.
-
-/// `path.posix.normalize`.
-pub fn posix_normalize(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_owned();
-    }
-    let absolute = path.starts_with('/');
-    let trailing = path.ends_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for segment in path.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !absolute {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let mut out = parts.join("/");
-    if out.is_empty() && !absolute {
-        out.push('.');
-    }
-    if !out.is_empty() && trailing {
-        out.push('/');
-    }
-    if absolute { format!("/{out}") } else { out }
-}
-
-/// `path.posix.dirname`.
-pub fn posix_dirname(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_owned();
-    }
-    let bytes = path.as_bytes();
-    let rooted = bytes[0] == b'/';
-    let mut end = None;
-    let mut matched_slash = true;
-    for i in (1..bytes.len()).rev() {
-        if bytes[i] == b'/' {
-            if !matched_slash {
-                end = Some(i);
-                break;
-            }
-        } else {
-            matched_slash = false;
-        }
-    }
-    match end {
-        None if rooted => "/".to_owned(),
-        None => ".".to_owned(),
-        Some(1) if rooted => "//".to_owned(),
-        Some(end) => path[..end].to_owned(),
-    }
-}
-
-/// `path.posix.join(a, b)`.
-pub fn posix_join(a: &str, b: &str) -> String {
-    let joined = [a, b]
-        .iter()
-        .filter(|p| !p.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join("/");
-    posix_normalize(&joined)
-}
+//! The path forms an archive entry may have. Node's `path.posix` itself is `js_compat::path`,
+//! re-exported from `archive` under its old `posix_*` names.
 
 /// An archive path that stays inside the root: relative, no `..` segment, no `\`, no NUL.
 pub fn is_confined_entry_path(path: &str) -> bool {
@@ -91,9 +23,10 @@ pub fn gnu_hard_link_target(link: &str) -> String {
     let start = parts.iter().rposition(|p| *p == "..").map_or(0, |i| i + 1);
     parts[start..].join("/")
 }
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::archive::{posix_dirname, posix_join, posix_normalize};
 
     #[test]
     fn normalize_and_dirname_follow_node() {

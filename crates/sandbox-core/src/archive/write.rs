@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::paths::posix_dirname;
+use super::posix_dirname;
 use super::{ArchiveError, BLOCK, current_uid};
 
 /// What [`pack_directory`] wrote.
@@ -302,7 +302,7 @@ impl HeaderFields {
 
     /// node-tar's PAX header for this entry: the fields in its order, each `len key=value\n`.
     fn pax(&self) -> Vec<u8> {
-        let secs = |ms: i64| js_number(ms as f64 / 1000.0);
+        let secs = |ms: i64| js_compat::number::to_string(ms as f64 / 1000.0);
         let mut body = String::new();
         let mut field = |key: &str, value: String| {
             let line = format!(" {key}={value}\n");
@@ -353,14 +353,6 @@ impl HeaderFields {
     }
 }
 
-/// A JS number's `toString` for the values stat times produce.
-fn js_number(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{}", value as i64)
-    } else {
-        format!("{value}")
-    }
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-// Lone UTF-16 surrogates in params (issue 15, attack 6): a JavaScript string may hold one (a
+// Lone UTF-16 surrogates in params: a JavaScript string may hold one (a
 // prompt cut inside an emoji), the host's JSON-RPC line carries it as a `\udXXX` escape, and
 // the worker must carry it through every hook instead of failing the call with an internal
 // error. Where the string reaches the wire as UTF-8 it becomes U+FFFD, as Node writes it.

@@ -1,4 +1,4 @@
-// Reliability (issue 10, item 3d): `shutdown` with 100 operations in flight. The CreateOS
+// Reliability: `shutdown` with 100 operations in flight. The CreateOS
 // worker, forked as the host forks it, runs 100 concurrent long `environmentExecute` calls
 // across a few leases against the CreateOS emulator; then the host sends `shutdown`. The worker
 // must answer and exit 0 within the host's 10 s, and afterwards the emulator must show no live

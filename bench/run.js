@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run bench`: the figures of issue 10's table for the native CreateOS and Kubernetes
+// `npm run bench`: the performance figures for the native CreateOS and Kubernetes
 // plugin workers, side by side with two floor workers (bench/floors: a bare JSON-RPC worker and
 // an SDK-only worker), each worker forked exactly as the Paperclip host forks it. Writes
 // bench/results/latest.{json,md} and prints the Markdown report.

@@ -114,7 +114,7 @@ async function providerSync(ctx, key, tree, scratch) {
     ctx.figures[`sync.check.${key}`] = { ok, files: back.files, bytes: back.bytes, expectedFiles: tree.files, expectedBytes: tree.bytes };
     if (!ok) throw new Error(`round trip MISMATCH (${back.files} files / ${back.bytes} bytes back, ${tree.files} / ${tree.bytes} sent): no speed reported`);
 
-    // Every run is taken (issue 10 asks for >= 10 per figure), however long they take.
+    // Every run is taken (at least 10 per figure), however long they take.
     const allRuns = { minRuns: ctx.runs };
     log(`sync: ${key}, sync in`);
     const inSamples = await series(

@@ -1,5 +1,5 @@
 // The Markdown report (bench/results/latest.md): machine line, commands, the main table of
-// issue 10's figures, then one section per figure group (streaming sources, CPU per MiB, sync,
+// the performance figures, then one section per figure group (streaming sources, CPU per MiB, sync,
 // event-loop stall, memory growth), targets and notes.
 
 import { MiB } from "./common.js";

@@ -1,4 +1,4 @@
-// Issue 10's targets, evaluated on a run's figures. Reported, never enforced: a missed target
+// The performance targets, evaluated on a run's figures. Reported, never enforced: a missed target
 // is a finding, not a failure of the bench.
 
 const ratio = (a, b) => (!a || !b || !Number.isFinite(a.median) || !Number.isFinite(b.median) || b.median === 0 ? null : a.median / b.median);

@@ -1,5 +1,5 @@
 //! The runtime error texts of the client, exec and lease hooks, verbatim from the contract
-//! (`shared/contract/createos-errors.txt`). Config texts live in `config::messages`.
+//! (`tests/data/contract/createos-errors.txt`). Config texts live in `config::messages`.
 //!
 //! Hosts and users match on these strings: never reword them.
 
@@ -69,7 +69,7 @@ pub fn setup_cleanup_unconfirmed(id: &str) -> String {
     format!("CreateOS setup failed and cleanup is unconfirmed for sandbox {id}.")
 }
 
-// File sync (issue 4, second half).
+// File sync.
 pub const TRANSFER_PATH_UNCONFINED: &str =
     "CreateOS transfer requires a confined absolute sandbox path.";
 pub const TRANSFER_PATH_ESCAPES: &str = "CreateOS transfer path escapes the workspace.";
@@ -117,7 +117,7 @@ pub const OUTBOUND_POST_UPLOAD: &str =
     "Outbound CreateOS transfers cannot run post-upload commands.";
 pub const ARCHIVE_DESTINATION_SYMLINK: &str = "CreateOS archive destination cannot be a symlink.";
 
-// Interactive setup and templates (issue 4, second half).
+// Interactive setup and templates.
 pub const SETUP_IDENTITY_UNVERIFIED: &str =
     "CreateOS setup sandbox identity could not be verified.";
 pub const SETUP_NOT_OURS: &str = "CreateOS setup sandbox does not belong to this environment.";

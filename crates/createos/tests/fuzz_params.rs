@@ -1,4 +1,4 @@
-//! Property-based fuzzing (issue 10, item 3c): config parsing, lease metadata, sync mappings and
+//! Property-based fuzzing: config parsing, lease metadata, sync mappings and
 //! the params object of every hook, with arbitrary JSON.
 //!
 //! Properties: no panic; no hang (every hook call is bounded by a timeout); every `Err` carries

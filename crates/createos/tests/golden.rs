@@ -1,5 +1,5 @@
-//! Golden vectors recorded from the original plugin (`shared/golden/createos`). The folder named by
-//! `PAPERCLIP_GOLDEN_DIR` replaces the default one, so other vector sets run unchanged.
+//! Golden vectors recorded from the original plugin (`tests/data/golden/createos`). The folder
+//! named by `PAPERCLIP_GOLDEN_DIR` replaces the default one, so other vector sets run unchanged.
 
 use createos::CreateOsProvider;
 use createos::config::{

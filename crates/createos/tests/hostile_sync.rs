@@ -1,4 +1,4 @@
-//! A hostile sandbox against the host (issue 15, attack 2): link chains a root agent builds in
+//! A hostile sandbox against the host: link chains a root agent builds in
 //! a real emulator sandbox, confined only as text, synced out by the real provider. The refusal
 //! is the contract's, and nothing outside the destination changes.
 
@@ -155,7 +155,7 @@ fn sync_out_dir(
     }))
 }
 
-/// Issue 15, attack 5: a directory over the limit was downloaded whole before its check
+/// Unbounded host disk: a directory over the limit was downloaded whole before its check
 /// refused it. The check now runs on the stream: a member header declaring more than the
 /// 10 GiB extraction limit is refused when it arrives (before, the whole archive was fetched
 /// and then failed as unreadable), and the destination is not created.
@@ -223,7 +223,7 @@ async fn an_oversized_extended_header_is_refused() {
     h.finish().await;
 }
 
-/// Issue 15, attack 2: a hard link whose name passes through a link the archive itself
+/// Escape through a hard link: a hard link whose name passes through a link the archive itself
 /// creates (`d -> .`, then `h` linked to `d/secret`) would become a hard link to a host file.
 /// Forged by a replaced `tar`; refused with the contract's message, nothing lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,7 +351,7 @@ async fn following_a_link_loop_on_sync_out_fails_fast() {
     h.finish().await;
 }
 
-/// Issue 15, attack 5: a 10 GB sparse file (no disk in the sandbox) in a file sync-out wrote
+/// Unbounded host disk: a 10 GB sparse file (no disk in the sandbox) in a file sync-out wrote
 /// 9.4 GB to the host. A file sync-out is now bounded at 8 GiB (the Kubernetes provider's
 /// outbound guard); the stream is cut as it passes it, its zeros were holes on the host all
 /// along, and the target is untouched.

@@ -1,6 +1,6 @@
-//! Nothing is left to nobody (issue 15, attack 3, CreateOS half): a create or fork whose reply
-//! is lost is found by its acquisition label and deleted; shutdown during an acquire or a probe
-//! undoes it before the worker exits.
+//! Nothing is left to nobody (failed acquires leak no cloud resource, CreateOS half): a create or
+//! fork whose reply is lost is found by its acquisition label and deleted; shutdown during an
+//! acquire or a probe undoes it before the worker exits.
 
 mod common;
 

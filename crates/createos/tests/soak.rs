@@ -1,8 +1,8 @@
-//! Reliability soak (issue 10, item 3a/3b): many lease lifecycles against the CreateOS emulator
+//! Reliability soak: many lease lifecycles against the CreateOS emulator
 //! with random faults injected through its fault API (5xx, 409, delays, dropped connections,
 //! cut exec streams, malformed/unsuccessful/invalid replies, slow readiness, command timeouts).
 //!
-//! Also (issue 15): creates whose reply is lost after the sandbox was made (`after: true` on
+//! Also: creates whose reply is lost after the sandbox was made (`after: true` on
 //! `POST /v1/sandboxes`, at random and in about one lifecycle in ten on purpose), and worker
 //! shutdowns while an acquire or a probe waits on a slow reply.
 //!
@@ -77,7 +77,7 @@ fn lost_create(rng: &mut SoakRng) -> Value {
 
 /// One random fault rule. `after: true` on `POST /v1/sandboxes` is a create whose reply is lost
 /// after the sandbox was made: the provider finds it by its acquisition label and deletes it
-/// (issue 15), so those are injected as often as on any other route.
+/// so nothing is left behind; those are injected as often as on any other route.
 fn random_fault(rng: &mut SoakRng) -> Value {
     let (method, path, query) = *rng.pick(ROUTES);
     let action = match rng.below(10) {

@@ -773,7 +773,7 @@ async fn follows_host_symlinks_only_when_asked() {
     h.finish().await;
 }
 
-/// Issue 15: `followSymlinks` on a tree with link loops (`a -> .`, `b -> .`) used to grow the
+/// `followSymlinks` on a tree with link loops (`a -> .`, `b -> .`) used to grow the
 /// worker for a minute before ELOOP; it now fails at the first repeated directory, uploading
 /// nothing, and the same tree syncs fine with the links kept as links.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,5 @@
-//! Local CreateOS and Kubernetes API emulators. See issue 3 and issue 7.
+//! Local CreateOS and Kubernetes API emulators: real servers on loopback that the providers'
+//! tests run against unmodified.
 //!
 //! [`sandbox_runner`] runs real processes inside bubblewrap sandboxes (shared by every
 //! emulator); [`createos`] serves the CreateOS REST API and [`kubernetes`] the Kubernetes

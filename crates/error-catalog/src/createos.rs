@@ -1,4 +1,4 @@
-//! The CreateOS provider's messages, in the order of `shared/contract/createos-errors.txt`.
+//! The CreateOS provider's messages, in the order of `tests/data/contract/createos-errors.txt`.
 
 use sandbox_core::Hook::*;
 
@@ -1395,6 +1395,6 @@ pub(crate) const ENTRIES: &[Entry] = &[
 const PARAMS_DEPTH: &str = "Added by this implementation: the bridge carries params up to 127 levels deep; deeper params fail with this message instead of the JavaScript engine's `Maximum call stack size exceeded` or the JSON parser's recursion limit.";
 const JS_RUNTIME: &str = "The original raises this as a JavaScript runtime error for a malformed hook parameter; reproduced with the runtime's exact text, as the host would see it from the original.";
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
-const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
+const BEYOND_ORIGINAL: &str = "Added by this implementation: where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
 const HOST_BOUND: &str = "Added by this implementation: the original wrote whatever the sandbox sent to the host (a sparse file at full size, a header of any size into memory, entries through links); this refuses it with a bound or a rule, before anything lands.";
-const LINK_LOOP: &str = "Added by this implementation (issue 15): the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";
+const LINK_LOOP: &str = "Added by this implementation: the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";

@@ -1,4 +1,4 @@
-//! The Kubernetes provider's messages, in the order of `shared/contract/kubernetes-errors.txt`.
+//! The Kubernetes provider's messages, in the order of `tests/data/contract/kubernetes-errors.txt`.
 
 use sandbox_core::Hook::*;
 
@@ -1510,6 +1510,6 @@ pub(crate) const ENTRIES: &[Entry] = &[
 
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
 const CLIENT: &str = "A message of the original's Kubernetes client library (`@kubernetes/client-node` 1.x) that the original passes through (kubernetes-errors.md §F); reproduced for the same cases.";
-const BEYOND_ORIGINAL: &str = "Added by this implementation (issue 15): where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
+const BEYOND_ORIGINAL: &str = "Added by this implementation: where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
 const HOST_BOUND: &str = "Added by this implementation: the original let the pod's archive write through links already in the target and read headers of any size into memory; this refuses them, before anything lands.";
-const LINK_LOOP: &str = "Added by this implementation (issue 15): the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";
+const LINK_LOOP: &str = "Added by this implementation: the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";

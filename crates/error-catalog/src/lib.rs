@@ -1,6 +1,6 @@
 //! The error reference of the CreateOS and Kubernetes sandbox providers: one source of truth.
 //!
-//! Every catalogued message template of both providers (`shared/contract/*-errors.txt`, one
+//! Every catalogued message template of both providers (`tests/data/contract/*-errors.txt`, one
 //! template per line, `${…}` marking interpolated parts) has exactly one [`Entry`] here, with a
 //! stable code, the hooks that raise it (as [`Hook`] values of the providers' hook table), what it means, its common causes and the fix. So does
 //! every other message a hook can throw or return ([`Origin::Addition`]: texts of the original
@@ -87,7 +87,7 @@ impl Kind {
 /// Where a catalogued message comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// A line of the provider's contract file (`shared/contract/*-errors.txt`).
+    /// A line of the provider's contract file (`tests/data/contract/*-errors.txt`).
     Contract,
     /// Not a contract line; the text says where it comes from and why a hook surfaces it.
     Addition(&'static str),

@@ -1,9 +1,11 @@
-//! The Kubernetes sandbox provider, in plain Rust. See `../shared/reference/kubernetes.md`.
+//! The Kubernetes sandbox provider, in plain Rust: the original plugin's hooks, with its
+//! results, wire calls and error texts.
 //!
 //! # Which upstream behaviour
 //!
 //! paperclipai/paperclip `packages/plugins/sandbox-providers/kubernetes` at **1bbb5810** (the
-//! G-login generation of the reference's §0 table), plus exactly these later generations:
+//! G-login generation of the upstream behaviour reference's §0 table), plus exactly these later
+//! generations:
 //!
 //! - **G-remoteCwd** (types / plugin-acquire-lease.test @ 0294878): acquire records
 //!   `remoteCwd: "/workspace"` on the lease metadata; resume carries the lease's own value over

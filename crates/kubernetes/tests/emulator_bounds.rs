@@ -1,5 +1,5 @@
-//! Bounded waits and results that fit the host (issue 15, attack 4), against the Kubernetes
-//! emulator:
+//! Bounded waits and results that fit the host (a hung API server, stdin to a command that exits
+//! early, outputs past the host's 128 MiB reply line), against the Kubernetes emulator:
 //! - an output too large for one reply line is cut to its tail, flagged `outputTruncated`, with
 //!   the exit code kept (24, 256 and 1,024 MiB);
 //! - 8 MiB of stdin to a command that exits without reading it: the exit status and the output

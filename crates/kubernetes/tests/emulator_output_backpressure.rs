@@ -167,7 +167,7 @@ async fn a_slow_host_holds_the_exec_stream_back_and_still_gets_all_of_it() {
     let result = execute.await.unwrap();
     assert_eq!(result["exitCode"], 0, "{}", result["stderr"]);
     assert_eq!(result["timedOut"], false);
-    // The host got all of it live; the result keeps the tail that fits a reply (issue 15).
+    // The host got all of it live; the result keeps the tail that fits a reply.
     let stdout = result["stdout"].as_str().unwrap();
     assert_eq!(stdout.len(), kubernetes::exec::RESULT_TAIL_BYTES);
     assert_eq!(result["metadata"]["outputTruncated"], true);

@@ -134,7 +134,7 @@ async fn peak_rss_of_a_large_execute() {
     let peak = status_kib("VmHWM:");
     assert_eq!(result["exitCode"], 0, "{}", result["stderr"]);
     let stdout = result["stdout"].as_str().unwrap();
-    // The result keeps the tail (issue 15); the live output carries everything.
+    // The result keeps the tail that fits a reply line; the live output carries everything.
     let kept = bytes.min(kubernetes::exec::RESULT_TAIL_BYTES as u64);
     assert_eq!(stdout.len() as u64, kept);
     assert!(stdout.bytes().all(|b| b == b'a'));

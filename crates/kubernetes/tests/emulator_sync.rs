@@ -483,7 +483,7 @@ async fn confinement_and_in_pod_diagnostics() {
     emu.shutdown().await;
 }
 
-/// Issue 15: `followSymlinks` on a tree with link loops (`a -> .`, `b -> .`) used to run the
+/// `followSymlinks` on a tree with link loops (`a -> .`, `b -> .`) used to run the
 /// host `tar -h` for 16 s into a bare `Command failed: tar ...`; it now fails at once with the
 /// repeated directory named, and the tree with the loops excluded syncs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -524,7 +524,7 @@ async fn following_a_link_loop_fails_fast() {
     emu.shutdown().await;
 }
 
-/// Issue 15, sync-out: the pod's `tar -h` follows `a -> .` until it crashes, the archive
+/// Link loops on sync-out: the pod's `tar -h` follows `a -> .` until it crashes, the archive
 /// growing all along, into a bare `tar failed`. The pod walks the tree first and stops at the
 /// first directory reached twice (a loop, or two links to one directory): nothing is
 /// downloaded, nothing lands on the host, and the sandbox path is named.

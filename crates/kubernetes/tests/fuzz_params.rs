@@ -1,4 +1,4 @@
-//! Property-based fuzzing (issue 10, item 3c): zod-exact config parsing, lease metadata, sync
+//! Property-based fuzzing: zod-exact config parsing, lease metadata, sync
 //! mappings and the params object of every hook, with arbitrary JSON.
 //!
 //! Properties: no panic; no hang (every async call is bounded by a timeout); every `Err` carries

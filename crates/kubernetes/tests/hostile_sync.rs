@@ -1,7 +1,8 @@
-//! A hostile sandbox against the host (issue 15, attacks 1 and 4's FIFO): trees a root agent
-//! builds in a real emulator pod with an ordinary execute, synced out by the real provider.
-//! Each case asserts the catalogued refusal and that nothing outside the destination changed
-//! (a victim directory and the destination's parent are snapshotted around the call).
+//! A hostile sandbox against the host (links that fool the listing or escape through chains, links
+//! planted for a later sync-out to write through, a FIFO in the workspace): trees a root agent
+//! builds in a real emulator pod with an ordinary execute, synced out by the real provider. Each
+//! case asserts the catalogued refusal and that nothing outside the destination changed (a victim
+//! directory and the destination's parent are snapshotted around the call).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

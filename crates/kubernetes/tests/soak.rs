@@ -1,4 +1,4 @@
-//! Reliability soak (issue 10, item 3a/3b): many lease lifecycles against the Kubernetes API
+//! Reliability soak: many lease lifecycles against the Kubernetes API
 //! emulator (real kube-rs client over HTTPS, real exec over websocket) with random faults
 //! injected through its fault API: 5xx and 409 Status replies, delays, dropped connections, cut
 //! exec and watch streams, slow pod readiness, and failures of each acquire step after the

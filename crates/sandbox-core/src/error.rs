@@ -31,7 +31,7 @@ impl fmt::Display for ErrorClass {
     }
 }
 
-/// A hook failure. `message` is exactly the text of the contract (`../shared/contract/*.txt`);
+/// A hook failure. `message` is exactly the text of the contract (`tests/data/contract/*.txt`);
 /// it must never carry secrets, provider response bodies or URLs with credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

@@ -58,7 +58,7 @@ fn feed_in_pieces(bytes: &[u8], piece: usize, check: &mut StreamCheck) -> Result
     Ok(())
 }
 
-/// Issue 15: the `tar` crate reads a PAX header or GNU long name whole into memory; a hostile
+/// Bounded memory: the `tar` crate reads a PAX header or GNU long name whole into memory; a hostile
 /// archive declaring gigabytes is now refused at its header block.
 #[test]
 fn extended_headers_over_the_bound_are_refused_at_their_header() {

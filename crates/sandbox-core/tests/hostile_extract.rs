@@ -1,4 +1,6 @@
-//! Forged archives against host-side extraction (issue 15, attack 2 and the property test):
+//! Forged archives against host-side extraction (link chains confined only as text, hard links
+//! through in-archive links, and a property test over random trees of links, hard links, `..`
+//! names, FIFOs and devices):
 //! whatever an archive holds, nothing outside the destination changes, no link created in it
 //! resolves outside it, and nothing panics. Extraction is also run *without* validation, to
 //! show the directory-handle layer confines on its own.

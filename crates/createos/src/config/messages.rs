@@ -1,4 +1,4 @@
-//! The config error texts, verbatim from the contract (`shared/contract/createos-errors.txt`).
+//! The config error texts, verbatim from the contract (`tests/data/contract/createos-errors.txt`).
 //!
 //! Hosts and users match on these strings, so they are data, not prose: never reword them.
 

@@ -1,5 +1,5 @@
 //! The error and log texts of managed processes and of the login PTY / duplex hooks, verbatim
-//! from the contract (`shared/contract/createos-errors.txt`, §10 of the spec). Never reword them.
+//! from the contract (`tests/data/contract/createos-errors.txt`). Never reword them.
 
 pub const JOURNAL_INVALID: &str = "CreateOS process output journal is invalid.";
 pub const EXIT_STATUS_MISSING: &str = "CreateOS process exit status is missing.";
@@ -23,7 +23,7 @@ pub const LOGIN_HOME_FAILED: &str = "CreateOS login home preparation failed.";
 pub const DUPLEX_ROUTE_OPEN: &str = "CreateOS duplex route is already open.";
 pub const DUPLEX_COMMAND_INVALID: &str = "CreateOS duplex command is invalid.";
 /// Not in the original (which silently dropped such a write): the host contract asks for a
-/// protocol error when `decodeChannelBytes` gives `null` (issue 5).
+/// protocol error when `decodeChannelBytes` gives `null`.
 pub const DUPLEX_DATA_INVALID: &str = "CreateOS duplex write data is not canonical base64.";
 
 /// Logger lines (info) of the login PTY hooks.

@@ -14,7 +14,7 @@
 //!   sandbox first refuses a tree whose links loop or reach one directory twice (`tar -h`
 //!   would copy it again and again).
 //!
-//! Downloads are bounded as they stream (see [`transfer::download_file`]): 8 GiB for a file,
+//! Downloads are bounded as they stream (see `transfer::download_file`): 8 GiB for a file,
 //! the 10 GiB extraction limit for an archive, whose member headers are checked on arrival.
 //!
 //! Every sandbox command runs through streaming exec as `/bin/bash -c` behind a `realpath`

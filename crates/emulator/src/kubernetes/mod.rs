@@ -1,4 +1,4 @@
-//! The Kubernetes API emulator (issue 7): a real HTTP and HTTPS server on loopback that speaks
+//! The Kubernetes API emulator: a real HTTP and HTTPS server on loopback that speaks
 //! the subset of the Kubernetes REST and WebSocket protocols the Kubernetes provider uses, so
 //! that kube-rs (or `@kubernetes/client-node`) runs unmodified against it through a generated
 //! kubeconfig.

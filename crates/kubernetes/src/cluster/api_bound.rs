@@ -1,4 +1,4 @@
-//! Bounded Kubernetes API waits (issue 15, attack 4): every API request a hook makes finishes
+//! Bounded Kubernetes API waits: every API request a hook makes finishes
 //! within the hook's bound, so an API server that accepts requests and never answers cannot
 //! hang acquire, release, destroy, resume, probe, execute, sync or a login open.
 //!

@@ -270,7 +270,7 @@ fn transport_message(err: &kube::Error) -> String {
 }
 
 /// rustls's text for a TLS stream cut without `close_notify`, which ends in a docs.rs link to
-/// its own manual (issue 15: library internals must not reach users).
+/// its own manual (library internals must not reach users).
 const RUSTLS_UNEXPECTED_EOF: &str = "peer closed connection without sending TLS close_notify: https://docs.rs/rustls/latest/rustls/manual/_03_howto/index.html#unexpected-eof";
 
 /// A transport error's text without what only a Rust developer can act on: rustls's manual

@@ -116,8 +116,9 @@ fn is_url_like(word: &str) -> bool {
     word.starts_with("https://") || word.starts_with("http://") || word.starts_with("//")
 }
 
-/// A kubeconfig whose user token cannot be sent as an HTTP header (issue 15: tower-http's
-/// panic text `token is not valid header: InvalidHeaderValue` reached users).
+/// A kubeconfig whose user token cannot be sent as an HTTP header. Library internals must not
+/// reach users, and without this check tower-http's panic text `token is not valid header:
+/// InvalidHeaderValue` did.
 pub const KUBECONFIG_TOKEN_INVALID: &str = "Kubernetes kubeconfig user token is not a valid HTTP header value (it contains a line break or another control character); paste the token again without them.";
 
 /// The message of a kubeconfig the YAML parser refused: where, and what in plain words. The
@@ -292,7 +293,7 @@ mod tests {
         )
     }
 
-    /// Issue 15: library texts (a panic's, a parser's hints and source excerpt) never reach users.
+    /// Library texts (a panic's, a parser's hints and source excerpt) never reach users.
     #[tokio::test]
     async fn library_texts_become_messages_a_user_can_act_on() {
         let err = build_client(&CredentialSource::Kubeconfig(kubeconfig(

@@ -83,9 +83,9 @@ pub const DESTROY_LEASE_FAILED: &str = "Failed to delete one or more Kubernetes 
 /// `AggregateError` message of `createScopedNetworkEgressPolicyOrReleaseWorkload` (A21).
 pub const SCOPED_POLICY_AND_RELEASE_FAILED: &str =
     "Failed to create scoped network egress policy and release its workload";
-/// A15.
+/// A Job create whose reply carries no UID (A15 in the error reference).
 pub const JOB_CREATED_WITHOUT_UID: &str = "Job created without a UID";
-/// A17.
+/// A Sandbox custom resource create whose reply carries no UID (A17 in the error reference).
 pub const SANDBOX_CREATED_WITHOUT_UID: &str = "Sandbox CR created without a UID";
 
 /// An orchestration failure.

@@ -17,19 +17,21 @@ use crate::cluster::ClusterApi;
 use crate::config::Backend;
 use js_compat::value;
 
-/// B11.
+/// Why a lease cannot resume: its Sandbox custom resource is gone (B11 in the error reference).
 pub const SANDBOX_CR_GONE: &str = "Sandbox CR no longer exists";
-/// B12.
+/// Why a lease cannot resume: its Sandbox is Ready but has no pod behind it (B12 in the error
+/// reference).
 pub const SANDBOX_READY_WITHOUT_POD: &str = "Sandbox is Ready but no backing pod was found";
-/// B15, first half.
+/// Why a Job lease cannot resume: its Job is gone (first half of B15 in the error reference).
 pub const JOB_GONE: &str = "Job no longer exists";
 
-/// B13.
+/// Why a lease cannot resume: its pod is gone (B13 in the error reference).
 pub fn pod_gone_reason(pod_name: &str) -> String {
     format!("Pod {pod_name} no longer exists")
 }
 
-/// B14: `terminating`, the pod's phase, or `in an unknown phase`.
+/// Why a lease cannot resume: its pod is not running, and is `terminating`, in another phase,
+/// or `in an unknown phase` (B14 in the error reference).
 pub fn pod_not_running_reason(pod_name: &str, terminating: bool, phase: Option<&Value>) -> String {
     let state = if terminating {
         "terminating".to_string()
@@ -39,7 +41,7 @@ pub fn pod_not_running_reason(pod_name: &str, terminating: bool, phase: Option<&
     format!("Pod {pod_name} is {state}")
 }
 
-/// B15, second half.
+/// Why a Job lease cannot resume: its Job has finished (second half of B15 in the error reference).
 pub fn job_finished_reason(phase: WorkloadPhase) -> String {
     format!("Job is {}", phase.as_str())
 }

@@ -1,5 +1,5 @@
 //! A recording fake of the Kubernetes API, scripted the way the golden vectors script the
-//! original's fake client (`../shared/golden/README.md`, "`cluster`: the scripted Kubernetes
+//! original's fake client (`tests/data/golden/README.md`, "`cluster`: the scripted Kubernetes
 //! client"), and a manual clock so readiness polls never sleep for real.
 //!
 //! Compiled for this crate's unit tests and, with the `testing` feature, for anyone else's.

@@ -165,14 +165,16 @@ pub mod probe {
     }
 }
 
-/// A32.
+/// The message of an `execInPod` whose watchdog fired before the status frame came (A32 in the
+/// error reference).
 pub fn exec_timeout_message(timeout_ms: u64, pod: &str, container: &str, cmd0: &str) -> String {
     format!(
         "execInPod timed out after {timeout_ms}ms (pod={pod}, container={container}, cmd0={cmd0}). The WebSocket likely dropped before the command produced a status frame."
     )
 }
 
-/// A35.
+/// The message of an `execInPodStreaming` whose watchdog fired before the status frame came (A35 in
+/// the error reference).
 pub fn streaming_timeout_message(
     timeout_ms: u64,
     pod: &str,
@@ -184,7 +186,8 @@ pub fn streaming_timeout_message(
     )
 }
 
-/// A33 / A34.
+/// The message of an `execInPod` whose stdout or stderr outgrew its buffer cap (A33 / A34 in the
+/// error reference).
 pub fn exec_cap_message(stream: OutputStream, cap: u64, pod: &str, container: &str) -> String {
     format!(
         "execInPod {} exceeded the {cap}-byte cap (pod={pod}, container={container}); the sandbox produced more output than the buffer allows.",
@@ -192,7 +195,8 @@ pub fn exec_cap_message(stream: OutputStream, cap: u64, pod: &str, container: &s
     )
 }
 
-/// A36.
+/// The message of an `execInPodStreaming` whose stderr outgrew its buffer cap (A36 in the error
+/// reference).
 pub fn streaming_stderr_cap_message(cap: u64, pod: &str, container: &str) -> String {
     format!(
         "execInPodStreaming stderr exceeded the {cap}-byte cap (pod={pod}, container={container}); the sandbox produced more diagnostics than the buffer allows."

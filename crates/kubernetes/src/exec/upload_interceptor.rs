@@ -13,7 +13,8 @@ const TEMP_SUFFIX: &str = ".paperclip-upload.b64";
 /// The buffer cap, in decoded bytes (100 MiB).
 pub const MAX_BUFFER_BYTES: u64 = 100 * 1024 * 1024;
 
-/// B17.
+/// The message of a fast upload whose buffered payload passed [`MAX_BUFFER_BYTES`] (B17 in the
+/// error reference).
 pub fn buffer_cap_message(target_path: &str) -> String {
     format!(
         "Fast upload buffer cap exceeded for {target_path}; retry the upload with a smaller payload."

@@ -22,14 +22,15 @@ use crate::hooks::{ConfigStage, config_stage_of_execute};
 use crate::provider::KubernetesProvider;
 use js_compat::{string, value};
 
-/// B7.
+/// An execute whose Sandbox turned Ready without a resolvable pod name (B7 in the error reference).
 pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
 /// The exec floor after the readiness wait.
 pub const EXEC_FLOOR_MS: u64 = 5_000;
 /// Readiness and completion poll of execute.
 pub const EXECUTE_POLL_MS: u64 = 2_000;
 
-/// B6.
+/// The message of an execute whose Sandbox pod did not turn Ready in time (B6 in the error
+/// reference).
 pub fn sandbox_not_ready_message(timeout_ms: u64) -> String {
     format!("Sandbox pod did not become Ready within {timeout_ms}ms")
 }
@@ -89,8 +90,9 @@ impl KubernetesProvider {
         }
 
         let api = connection.api.as_ref();
-        // Issue 15: the lookups before the exec are bounded by the call's budget left (never
-        // below the original's exec floor), the readiness wait by its own timeout below.
+        // A hung API server cannot outlast the call: the lookups before the exec are bounded by the
+        // call's budget left (never below the original's exec floor), the readiness wait by its own
+        // timeout below.
         let lookup_ms =
             |elapsed| api_bound::remaining_ms(effective_timeout_ms, elapsed, EXEC_FLOOR_MS);
         let version = self.lease_sandbox_api_version(&connection, &lease);
@@ -106,7 +108,7 @@ impl KubernetesProvider {
                 timeout_ms: effective_timeout_ms,
                 poll_ms: EXECUTE_POLL_MS,
             };
-            // Issue 15: the deadline holds even while one of the polls hangs (an API server
+            // The deadline holds even while one of the polls hangs (an API server
             // that accepts the request and never answers): same result as a readiness timeout.
             let wait =
                 orchestrator.wait_for_completion(api, self.clock(), &namespace, &lease_id, options);
@@ -245,7 +247,7 @@ impl KubernetesProvider {
             .map(|s| s.as_bytes().to_vec())
             .unwrap_or_default();
         request.timeout_ms = remaining;
-        // Issue 15: the result must fit the host's reply line; the live output has it all.
+        // The result must fit the host's reply line (128 MiB); the live output has it all.
         request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
 
         // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
@@ -270,7 +272,7 @@ impl KubernetesProvider {
                     sink.execution_log(OutputStream::Stderr, hint.to_string())
                         .await;
                 }
-                // Issue 15: only a cut result says so (the original's metadata has no such key).
+                // Only a cut result says so (the original's metadata has no such key).
                 let mut metadata = metadata;
                 if output.truncated {
                     metadata["outputTruncated"] = json!(true);
@@ -311,7 +313,7 @@ impl KubernetesProvider {
             timeout_ms: effective_timeout_ms,
             poll_ms: EXECUTE_POLL_MS,
         };
-        // Issue 15: a hung status poll ends the wait on its timeout like a Job still running;
+        // A hung status poll ends the wait on its timeout like a Job still running;
         // the pod lookup and the log read after it share what is left (at least the exec floor).
         let started = self.clock().now_ms();
         let wait =

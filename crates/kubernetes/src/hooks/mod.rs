@@ -1,5 +1,5 @@
-//! The hooks of [`KubernetesProvider`], one file per hook family, and the config stage every
-//! hook starts with.
+//! The hooks of [`KubernetesProvider`](crate::KubernetesProvider), one file per hook family, and
+//! the config stage every hook starts with.
 //!
 //! - [`lease`]: probe, acquire, resume, release, destroy, realize workspace, shutdown;
 //! - [`execute`]: a command in the lease's pod (or the job backend's log);

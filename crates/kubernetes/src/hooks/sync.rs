@@ -13,16 +13,17 @@ use crate::provider::KubernetesProvider;
 use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use js_compat::{string, value};
 
-/// A1.
+/// A file sync on a lease whose metadata has no workspace remote dir (A1 in the error reference).
 pub const SYNC_REQUIRES_REMOTE_DIR: &str =
     "Kubernetes file sync requires a workspace remote dir on the lease metadata.";
-/// A2.
+/// A file sync called without a provider lease id (A2 in the error reference).
 pub const SYNC_REQUIRES_LEASE_ID: &str = "Kubernetes file sync requires a provider lease ID.";
-/// A4.
+/// A file sync whose Sandbox has no pod name to exec in (A4 in the error reference).
 pub const SYNC_POD_UNRESOLVED: &str =
     "Kubernetes file sync could not resolve the Sandbox pod name.";
 
-/// A3.
+/// The message of a file sync on a lease of a backend other than `sandbox-cr` (A3 in the error
+/// reference).
 pub fn sync_backend_unsupported_message(lease_backend: &str) -> String {
     format!(
         "Kubernetes file sync is only supported on the sandbox-cr backend (lease backend: {lease_backend})."
@@ -56,8 +57,9 @@ impl KubernetesProvider {
         }
         let timeout_ms = (config.pod_activity_deadline_sec * 1000.0) as u64;
         let connection = self.connect(&config).await?;
-        // Issue 15: each lookup is bounded ([`api_bound::LOOKUP`]); the readiness wait as a
-        // whole by its timeout, a hung poll ending as the contract's readiness timeout.
+        // A hung API server cannot hang the sync: each lookup is bounded ([`api_bound::LOOKUP`]);
+        // the readiness wait as a whole by its timeout, a hung poll ending as the contract's
+        // readiness timeout.
         let lookup_ms = api_bound::bound_ms(params, api_bound::LOOKUP);
         let version = self.lease_sandbox_api_version(&connection, &view);
         let version = api_bound::with_api_bound(lookup_ms, version).await?;

@@ -15,9 +15,10 @@ use crate::exec::ExecError;
 use crate::exec::tty::{TtyEvents, TtySession};
 use crate::hooks::execute::EXEC_FLOOR_MS;
 
-/// A30 (the manager always sets the lease id).
+/// A login PTY connect without a lease id; the manager always sets one (A30 in the error
+/// reference).
 pub const LOGIN_REQUIRES_LEASE_ID: &str = "Kubernetes login PTY requires a lease ID";
-/// A31.
+/// A login PTY connect whose Ready Sandbox has no pod to attach to (A31 in the error reference).
 pub const LOGIN_POD_UNAVAILABLE: &str = "Kubernetes login PTY sandbox pod is unavailable";
 /// The connector's readiness wait.
 pub const LOGIN_READY_WAIT: PollOptions = PollOptions {
@@ -80,9 +81,9 @@ impl LoginConnector for KubeLoginConnector {
                 .map_err(|e| ProviderError::from(ClusterError::from(e)))?;
             let orchestrator = WorkloadOrchestrator::SandboxCr(scope.sandbox_api_version);
             let api = connection.api.as_ref();
-            // Issue 15: the readiness wait is bounded as a whole (a hung poll ends as its
-            // timeout); the pod lookup and the tty exec's upgrade share what the host's 30 s
-            // open leaves, at least the exec floor.
+            // A hung API server cannot hang the open: the readiness wait is bounded as a whole (a
+            // hung poll ends as its timeout); the pod lookup and the tty exec's upgrade share what
+            // the host's 30 s open leaves, at least the exec floor.
             let started = clock.now_ms();
             let ready_ms = LOGIN_READY_WAIT.timeout_ms;
             let wait = orchestrator.wait_for_completion(

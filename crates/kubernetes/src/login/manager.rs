@@ -10,23 +10,26 @@ use serde_json::{Value, json};
 use crate::config::KubernetesConfig;
 use js_compat::{date, utf8::Utf8Decoder};
 
-/// A22.
+/// A login PTY open whose descriptor (driver, login command or session home) is refused
+/// (A22 in the error reference).
 pub const LOGIN_PTY_DESCRIPTOR_REJECTED: &str = "LOGIN_PTY_DESCRIPTOR_REJECTED";
-/// A23.
+/// A login PTY call for a lease the caller does not own, or an unknown one (A23 in the error
+/// reference).
 pub const LOGIN_LEASE_MISMATCH: &str =
     "Kubernetes login PTY: lease ownership mismatch or unknown lease";
-/// A24.
+/// A login PTY call for a lease past its expiry (A24 in the error reference).
 pub const LOGIN_LEASE_EXPIRED: &str = "Kubernetes login PTY: lease has expired";
-/// A25.
+/// A login PTY open on a route that already has an open session (A25 in the error reference).
 pub const LOGIN_ROUTE_ALREADY_OPEN: &str = "Kubernetes login PTY: route already open";
-/// A26.
+/// A login PTY open past the limit of concurrent sessions overall (A26 in the error reference).
 pub const LOGIN_LIMIT_REACHED: &str = "Kubernetes login PTY concurrent session limit reached";
-/// A27.
+/// A login PTY open past one company's limit of concurrent sessions (A27 in the error reference).
 pub const LOGIN_COMPANY_LIMIT_REACHED: &str =
     "Kubernetes login PTY concurrent session limit reached for this company";
-/// A28.
+/// A login PTY open whose session was closed, or its lease forgotten, while it connected
+/// (A28 in the error reference).
 pub const LOGIN_OPEN_CANCELLED: &str = "Kubernetes login PTY open cancelled";
-/// A29.
+/// A login PTY input write larger than [`MAX_CHUNK`] (A29 in the error reference).
 pub const LOGIN_INPUT_TOO_LARGE: &str = "Kubernetes login PTY input exceeds limit";
 
 /// One output chunk and one input write may not exceed 64 KiB.

@@ -230,7 +230,7 @@ async fn create_host_tarball(
 
 /// `tar -h` follows link loops (`a -> .`) and links to one directory, copying the tree again
 /// and again until it fails with a bare `tar` error: walk the source first, as `tar -h` will
-/// (excluded names pruned), and fail at the first directory reached twice (issue 15).
+/// (excluded names pruned), and fail at the first directory reached twice, in bounded memory.
 async fn check_followed_source(source: &Path, exclude: &[String]) -> ProviderResult<()> {
     let (source, mut patterns) = (source.to_path_buf(), exclude.to_vec());
     patterns.push("._*".to_owned());
@@ -389,7 +389,8 @@ struct GuardedFile {
     label: String,
 }
 
-/// A40.
+/// The message of a streamed sync payload that grew past its on-disk size guard (A40 in the error
+/// reference).
 pub fn disk_guard_message(label: &str, max: u64) -> String {
     format!(
         "Kubernetes {label} payload exceeded the {max}-byte streamed-output disk guard; the sandbox emitted more bytes than allowed."
@@ -562,7 +563,8 @@ async fn sync_in_directory(
     })
 }
 
-/// A46.
+/// The error of a post-upload command that exited non-zero, with its trimmed stderr if any (A46 in
+/// the error reference).
 fn post_upload_failed(output: &StreamingOutput) -> ProviderError {
     let detail = output.stderr.trim();
     let suffix = if detail.is_empty() {

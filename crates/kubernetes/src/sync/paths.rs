@@ -2,12 +2,13 @@
 
 use js_compat::path;
 
-/// A37.
+/// The message of a sandbox path that does not normalise to an absolute path without `..` (A37 in
+/// the error reference).
 pub fn not_confined_message(label: &str, candidate: &str) -> String {
     format!("Kubernetes sync {label} path is not a confined absolute path: {candidate}")
 }
 
-/// A38.
+/// The message of a sandbox path outside the workspace remote dir (A38 in the error reference).
 pub fn escapes_message(label: &str, candidate: &str) -> String {
     format!("Kubernetes sync {label} path escapes the workspace remote dir: {candidate}")
 }

@@ -19,17 +19,20 @@ use sandbox_core::archive::{
     extract_archive_skipping_specials, gnu_hard_link_target, open_checked,
 };
 
-/// A41.
+/// The message of a sync-out whose archive listing has a line that does not parse (A41 in the error
+/// reference).
 pub fn unparseable_listing_message(line: &str) -> String {
     format!("Kubernetes syncOut refusing tarball with an unparseable entry listing: {line}")
 }
 
-/// A44.
+/// The message of a sync-out archive member whose name leads outside the extraction dir (A44 in the
+/// error reference).
 pub fn escaping_member_message(name: &str) -> String {
     format!("Kubernetes syncOut refusing tarball member that escapes the extraction dir: {name}")
 }
 
-/// A45.
+/// The message of a sync-out archive link whose target leads outside the extraction dir (A45 in the
+/// error reference).
 pub fn escaping_link_message(name: &str, target: &str) -> String {
     format!(
         "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: {name} -> {target}"

@@ -12,9 +12,9 @@ use super::stream::{entry_error, open_checked};
 use super::{ArchiveError, current_uid};
 use crate::sparse::{CopyError, copy_sparse};
 
-/// Extracts an archive that passed [`validate_archive`] into the existing directory `dest`
-/// (node-tar `x({cwd: dest, strict: true})`): modes as recorded (the process umask applies),
-/// file mtimes restored, owners restored when running as root, existing non-directories
+/// Extracts an archive that passed [`validate_archive`](super::validate_archive) into the existing
+/// directory `dest` (node-tar `x({cwd: dest, strict: true})`): modes as recorded (the process umask
+/// applies), file mtimes restored, owners restored when running as root, existing non-directories
 /// replaced, never through a symbolic link. Special entries fail ([`ArchiveError::Unsafe`]).
 pub fn extract_archive(file: &Path, dest: &Path) -> Result<(), ArchiveError> {
     extract(file, dest, false)

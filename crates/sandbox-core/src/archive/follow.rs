@@ -60,7 +60,7 @@ mod tests {
         dir
     }
 
-    /// Issue 15: `followSymlinks` on `a -> .` and `b -> .` used to walk `a/b/a/b/…` (2^40
+    /// A hostile tree: `followSymlinks` on `a -> .` and `b -> .` used to walk `a/b/a/b/…` (2^40
     /// paths) until ELOOP; it now fails at the first directory seen twice, in a few steps.
     #[test]
     fn following_a_link_loop_fails_at_the_first_repeat() {
@@ -95,7 +95,7 @@ mod tests {
         fs::remove_dir_all(dir.parent().unwrap()).unwrap();
     }
 
-    /// Issue 15: two links to one directory (no loop) repeat it too; a deep ladder of such
+    /// Two links to one directory (no loop) repeat it too; a deep ladder of such
     /// pairs would copy 2^n trees, so the second visit fails.
     #[test]
     fn following_two_links_to_one_directory_fails() {

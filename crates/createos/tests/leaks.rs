@@ -168,7 +168,16 @@ async fn shutdown_during_an_acquire_deletes_its_sandbox_before_it_returns() {
     let params = h.run_params(json!({}));
     let acquire = h.provider.acquire_lease(&params, &*h.sink);
     let stop = async {
-        until("the sandbox to exist", || h.emu.counts().sandboxes == 1).await;
+        // The hanging marker upload has arrived, so the acquire holds the create reply. (A
+        // shutdown while that reply is still being read fails the acquire with the body's
+        // `CreateOS returned invalid JSON.` instead: not covered here yet.)
+        until("the marker upload to hang", || {
+            h.calls()
+                .iter()
+                .any(|c| c.method == "PUT" && c.path.contains("/files"))
+        })
+        .await;
+        assert_eq!(h.emu.counts().sandboxes, 1);
         assert_eq!(h.provider.state().active_acquisitions(), 1);
         h.provider.shutdown().await
     };

@@ -4,7 +4,7 @@
 // 10 GB sparse file) is synced out, and each attempt is refused with its message while nothing
 // outside the destination changes.
 
-import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -12,51 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../lib/emulators.js";
 import { ForkedWorker } from "../lib/forked-worker.js";
+import { snapshot, ustarHeader } from "./support/hostile-tree.js";
 
 const CANARY_KEY = "canary-key-7c1e5a90-never-print-me";
 const ARCHIVE_UNSAFE = "CreateOS archive contains unsafe entries or exceeds the extraction limit.";
 const fileTooLarge = (source) =>
   `CreateOS sync-out file ${source} is larger than the 8 GiB limit; nothing was written to the target.`;
-
-/** Every path under `root` with what it is (link target, "dir", or file bytes as hex). */
-async function snapshot(root) {
-  const out = {};
-  async function walk(dir) {
-    for (const name of (await readdir(dir)).sort()) {
-      const full = path.join(dir, name);
-      const info = await lstat(full);
-      if (info.isSymbolicLink()) out[full] = `-> ${await readlink(full)}`;
-      else if (info.isDirectory()) {
-        out[full] = "dir";
-        await walk(full);
-      } else out[full] = `${info.size}:${(await readFile(full)).toString("hex")}`;
-    }
-  }
-  await walk(root);
-  return out;
-}
-
-/** One ustar header block (512 bytes) for `name`. */
-function ustarHeader({ name, type, size = 0, link = "" }) {
-  const block = Buffer.alloc(512);
-  const put = (offset, length, text) => block.write(text, offset, length, "utf8");
-  const octal = (offset, length, value) => put(offset, length, `${value.toString(8).padStart(length - 1, "0")}\0`);
-  put(0, 100, name);
-  octal(100, 8, 0o644);
-  octal(108, 8, 0);
-  octal(116, 8, 0);
-  octal(124, 12, size);
-  octal(136, 12, 0);
-  block.fill(0x20, 148, 156);
-  put(156, 1, type);
-  put(157, 100, link);
-  put(257, 6, "ustar\0");
-  put(263, 2, "00");
-  let sum = 0;
-  for (const byte of block) sum += byte;
-  put(148, 8, `${sum.toString(8).padStart(6, "0")}\0 `);
-  return block;
-}
 
 describe("a hostile CreateOS sandbox through a forked worker", () => {
   let emulator;

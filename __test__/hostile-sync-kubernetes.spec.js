@@ -5,8 +5,7 @@
 // the sync-out script with an archive the agent forged), a hard link to a host file. Each
 // sync-out is refused with the contract's message, and nothing outside the destination changes.
 
-import { createHash } from "node:crypto";
-import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -14,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../lib/emulators.js";
 import { ForkedWorker } from "../lib/forked-worker.js";
+import { snapshot, ustarHeader } from "./support/hostile-tree.js";
 
 const FORGED = "/workspace/.forged.tar";
 // Run for every `/bin/sh` exec of the pods: a sync-out script (it ends in `tar -c --no-xattrs`)
@@ -21,52 +21,11 @@ const FORGED = "/workspace/.forged.tar";
 const HOSTILE_SH = `case "$2" in *"tar -c --no-xattrs"*) if [ -f ${FORGED} ]; then cat ${FORGED}; exit 0; fi ;; esac; exec /bin/sh "$@"`;
 const ESCAPING_LINK = "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: ";
 
-/** One ustar header block (POSIX.1-1988): a regular file (`0`), or a hard link (`1`). */
-function ustarHeader(name, type, size, linkname = "") {
-  const block = Buffer.alloc(512);
-  const field = (offset, length, text) => block.write(text, offset, length, "utf8");
-  const octal = (offset, length, value) => field(offset, length, `${value.toString(8).padStart(length - 1, "0")}\0`);
-  field(0, 100, name);
-  octal(100, 8, 0o644);
-  octal(108, 8, 0);
-  octal(116, 8, 0);
-  octal(124, 12, size);
-  octal(136, 12, 0);
-  block.fill(" ", 148, 156);
-  field(156, 1, type);
-  field(157, 100, linkname);
-  field(257, 6, "ustar\0");
-  field(263, 2, "00");
-  let sum = 0;
-  for (const byte of block) sum += byte;
-  field(148, 8, `${sum.toString(8).padStart(6, "0")}\0 `);
-  return block;
-}
-
 /** A file `a`, then a hard link `h` to `target` (a host path, not a member of the archive). */
 function forgedArchive(target) {
   const body = Buffer.alloc(512);
   body.write("a\n");
-  return Buffer.concat([ustarHeader("a", "0", 2), body, ustarHeader("h", "1", 0, target), Buffer.alloc(1024)]);
-}
-
-/** Every path under `root` but `skip` (links not followed): kind, link target or content hash, link count. */
-async function snapshot(root, skip) {
-  const out = {};
-  const walk = async (dir) => {
-    for (const name of (await readdir(dir)).sort()) {
-      const full = path.join(dir, name);
-      if (full === skip) continue;
-      const stats = await lstat(full);
-      if (stats.isSymbolicLink()) out[full] = `link ${await readlink(full)}`;
-      else if (stats.isDirectory()) {
-        out[full] = "dir";
-        await walk(full);
-      } else out[full] = `file ${stats.nlink} ${createHash("sha256").update(await readFile(full)).digest("hex")}`;
-    }
-  };
-  await walk(root);
-  return out;
+  return Buffer.concat([ustarHeader({ name: "a", type: "0", size: 2 }), body, ustarHeader({ name: "h", type: "1", link: target }), Buffer.alloc(1024)]);
 }
 
 async function isEmptyOrAbsent(dir) {

@@ -147,6 +147,12 @@ pub fn template_kind_unsupported(kind: &str) -> String {
 pub const ACQUIRE_STOPPED_BY_SHUTDOWN: &str =
     "CreateOS lease acquisition was stopped by worker shutdown; nothing was left behind.";
 
+/// A probe whose final delete failed: the sandbox it made may still exist, so the error names it
+/// (the original rejected with the delete's own error, which does not).
+pub fn probe_cleanup_unconfirmed(id: &str) -> String {
+    format!("CreateOS probe cleanup is unconfirmed for sandbox {id}.")
+}
+
 /// A create whose reply was lost, when finding or deleting the sandbox by its label failed too.
 pub fn creation_cleanup_unconfirmed(acquisition: &str) -> String {
     format!(

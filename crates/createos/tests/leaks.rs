@@ -168,9 +168,8 @@ async fn shutdown_during_an_acquire_deletes_its_sandbox_before_it_returns() {
     let params = h.run_params(json!({}));
     let acquire = h.provider.acquire_lease(&params, &*h.sink);
     let stop = async {
-        // The hanging marker upload has arrived, so the acquire holds the create reply. (A
-        // shutdown while that reply is still being read fails the acquire with the body's
-        // `CreateOS returned invalid JSON.` instead: not covered here yet.)
+        // The hanging marker upload has arrived, so the acquire holds the create reply (a
+        // shutdown while that reply is still being read: the test after the next).
         until("the marker upload to hang", || {
             h.calls()
                 .iter()
@@ -262,5 +261,87 @@ async fn shutdown_during_a_probe_still_deletes_its_sandbox() {
     let probed = probed.expect("the probe reports as data");
     assert_eq!(probed["ok"], json!(false), "{probed}");
     assert_eq!(h.emu.counts().sandboxes, 0);
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_while_a_create_reply_is_read_deletes_the_sandbox_and_says_why() {
+    let h = Harness::start().await;
+    // The create takes effect and its reply stops after a few bytes, the connection open.
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes",
+        "action": {"kind": "cutStream", "afterBytes": 5, "hold": true}}));
+    let params = h.run_params(json!({}));
+    let acquire = h.provider.acquire_lease(&params, &*h.sink);
+    let stop = async {
+        until("the sandbox to be created", || {
+            h.emu.counts().sandboxes == 1
+        })
+        .await;
+        h.provider.shutdown().await
+    };
+    let (acquired, stopped) = tokio::join!(acquire, stop);
+    assert_eq!(stopped, Ok(None));
+    // Why it stopped, not the half-read body's `CreateOS returned invalid JSON.`.
+    assert_eq!(
+        acquired.unwrap_err().message,
+        messages::ACQUIRE_STOPPED_BY_SHUTDOWN
+    );
+    let calls = h.calls();
+    let token = token_of(&calls, "/sandboxes");
+    assert!(
+        calls.iter().any(|c| c.is("GET", &label_query(&token))),
+        "{}",
+        show(&calls)
+    );
+    assert_eq!(h.emu.counts().sandboxes, 0);
+    h.finish().await;
+}
+
+/// The sandbox a probe created (the one sandbox of the emulator).
+fn only_sandbox(h: &Harness) -> String {
+    let views = h.emu.sandbox_views();
+    assert_eq!(views.len(), 1, "{views:?}");
+    views[0]["id"].as_str().expect("an id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_whose_delete_fails_names_its_sandbox() {
+    let h = Harness::start().await;
+    h.fault(json!({"method": "DELETE", "path": "/v1/sandboxes/*", "action": {"kind": "status", "status": 500}}));
+    let params = h.params(json!({}));
+    let probed = h.provider.probe(&params, &*h.sink).await;
+    let id = only_sandbox(&h);
+    let message = probed.unwrap_err().message;
+    assert_eq!(message, messages::probe_cleanup_unconfirmed(&id));
+    assert_eq!(
+        error_catalog::explain(&message).map(|e| e.code),
+        Some("CREATEOS_PROBE_CLEANUP_UNCONFIRMED")
+    );
+    h.destroy_named(&id).await;
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_a_probe_whose_delete_fails_names_its_sandbox() {
+    let h = Harness::start().await;
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/exec", "query": "stream=true", "action": {"kind": "delay", "ms": 60_000}}));
+    h.fault(json!({"method": "DELETE", "path": "/v1/sandboxes/*", "action": {"kind": "malformedJson", "after": false}}));
+    let params = h.params(json!({}));
+    let probe = h.provider.probe(&params, &*h.sink);
+    let stop = async {
+        until("the probe command to be sent", || {
+            h.emu.faults().iter().any(|f| f.fired == 1)
+        })
+        .await;
+        h.provider.shutdown().await
+    };
+    let (probed, stopped) = tokio::join!(probe, stop);
+    assert_eq!(stopped, Ok(None));
+    let id = only_sandbox(&h);
+    assert_eq!(
+        probed.unwrap_err().message,
+        messages::probe_cleanup_unconfirmed(&id)
+    );
+    h.destroy_named(&id).await;
     h.finish().await;
 }

@@ -1314,6 +1314,19 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ..CREATEOS
     },
     Entry {
+        code: "CREATEOS_PROBE_CLEANUP_UNCONFIRMED",
+        template: "CreateOS probe cleanup is unconfirmed for sandbox ${id}.",
+        hooks: &[on(Probe)],
+        meaning: "An environment probe (or a probe stopped by worker shutdown) could not delete the sandbox it created: the delete request failed or its answer was lost, so the sandbox may still exist and bill.",
+        causes: &[
+            "The CreateOS API became unreachable or returned an error or a garbled reply to the delete.",
+            "The API key lost access to delete sandboxes.",
+        ],
+        fix: "Delete the named sandbox in the CreateOS dashboard (or `DELETE /v1/sandboxes/<id>` on the API), then probe again.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..CREATEOS
+    },
+    Entry {
         code: "CREATEOS_CREATION_CLEANUP_UNCONFIRMED",
         template: "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete any sandbox labelled paperclip.ai/acquisition-id=${acquisitionId}.",
         hooks: &[on(AcquireLease), on(Probe)],

@@ -21,7 +21,7 @@ use crate::config::{CreateOsConfig, resolve_api_key, resolve_api_key_from_env};
 use crate::error::{Error, Result};
 use crate::messages;
 use crate::pacer::Pacer;
-use crate::signal::Signal;
+use crate::signal::{AbortReason, Signal};
 
 pub(crate) use envelope::{identifier, identifier_str, object};
 pub use sandboxes::{ACQUISITION_LABEL, Desired, SandboxInfo};
@@ -224,7 +224,9 @@ impl CreateOsClient {
     }
 
     /// A JSON call: sends `body` (if any) as JSON and returns the envelope's `data` object.
-    /// A body that cannot be read in time is invalid JSON, as in the original.
+    /// A body that cannot be read in time is invalid JSON, as in the original; a body cut off
+    /// by an explicit stop with a reason (worker shutdown, which the original did not have)
+    /// fails with that reason, so the caller reports why it stopped.
     pub async fn json(
         &self,
         method: Method,
@@ -237,7 +239,10 @@ impl CreateOsClient {
         let response = self.send(method, path, body, &signal).await?;
         let bytes = tokio::select! {
             bytes = response.bytes() => bytes.ok(),
-            _ = signal.aborted() => None,
+            reason = signal.aborted() => match reason {
+                AbortReason::Error(stopped) => return Err(stopped.into()),
+                AbortReason::Timeout | AbortReason::Aborted => None,
+            },
         };
         envelope::envelope_data(bytes.as_deref())
     }

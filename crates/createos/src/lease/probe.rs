@@ -1,9 +1,10 @@
 //! `onEnvironmentProbe`: a real sandbox and a real command, then the sandbox is deleted.
 //!
 //! The outcome is data (`{ok, summary}`), except that a failed final delete rejects the hook:
-//! a probe must never hide a leaked sandbox.
+//! a probe must never hide a leaked sandbox. The rejection names the sandbox (the original
+//! rejected with the delete's own error), so that whoever reads it can delete the sandbox.
 
-use sandbox_core::ProviderResult;
+use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
 use super::acquire::acquire;
@@ -44,9 +45,7 @@ pub(crate) async fn probe(
         let signal = stop.with_timeout(config.timeout_ms);
         let result = execute_stream(&client, &exec_params, &signal, None).await?;
         if !result.succeeded() || !result.stdout.contains(READY) {
-            return Err(sandbox_core::ProviderError::new(
-                messages::PROBE_COMMAND_FAILED,
-            ));
+            return Err(ProviderError::new(messages::PROBE_COMMAND_FAILED));
         }
         Ok(())
     }
@@ -58,7 +57,17 @@ pub(crate) async fn probe(
     // Never leave the probe's sandbox behind, and never hide that its deletion failed.
     if let Some(id) = acquired.filter(|id| value::truthy(Some(id))) {
         let config = parse_config_arg(params.get("config"))?;
-        clients.client(&config)?.destroy_sandbox(&id, None).await?;
+        if clients
+            .client(&config)?
+            .destroy_sandbox(&id, None)
+            .await
+            .is_err()
+        {
+            let named = value::to_string(&id);
+            return Err(ProviderError::new(messages::probe_cleanup_unconfirmed(
+                &named,
+            )));
+        }
     }
     Ok(result)
 }

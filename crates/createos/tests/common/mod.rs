@@ -191,6 +191,21 @@ impl Harness {
         assert_eq!(result, Ok(None));
     }
 
+    /// Destroys sandbox `id`, as an operator would with the ID an error named: through a fresh
+    /// provider (this one may be shut down), with no faults armed.
+    pub async fn destroy_named(&self, id: &str) {
+        self.emu.clear_faults();
+        let lease = json!({ "providerLeaseId": id, "metadata": {
+            "provider": "createos", "apiUrl": self.emu.base_url(),
+            "companyId": COMPANY, "environmentId": ENVIRONMENT } });
+        let params = self.lease_params(json!({}), &lease);
+        let operator = CreateOsProvider::with_options(ProviderOptions {
+            pacer: Pacer::new(Duration::ZERO),
+            host_api_key: HostApiKey::Fixed(None),
+        });
+        assert_eq!(operator.destroy_lease(&params, &*self.sink).await, Ok(None));
+    }
+
     /// Ends the test: nothing may be left running in the emulator, no canary anywhere the host
     /// could see it.
     pub async fn finish(self) {

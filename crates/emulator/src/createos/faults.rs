@@ -66,7 +66,8 @@ pub enum FaultAction {
         after: bool,
     },
     /// End the response body after N bytes or N frames (heartbeats not counted); `abort`
-    /// breaks the connection instead of ending the body cleanly.
+    /// breaks the connection instead of ending the body cleanly, `hold` keeps it open with
+    /// nothing more sent until the client goes away (a reply stuck half-way).
     CutStream {
         #[serde(default)]
         after_bytes: Option<usize>,
@@ -74,6 +75,8 @@ pub enum FaultAction {
         after_frames: Option<usize>,
         #[serde(default)]
         abort: bool,
+        #[serde(default)]
+        hold: bool,
     },
     /// Insert a frame of an unknown type after N frames.
     UnknownFrame {

@@ -15,14 +15,35 @@ use super::ndjson::{body_from_channel, is_heartbeat};
 /// Default oversized frame: just over the provider's 1 MiB line limit.
 const OVERSIZED_DEFAULT: usize = 1_048_576 + 64;
 
+/// How a cut stream ends.
+#[derive(Clone, Copy)]
+enum CutEnd {
+    /// The body ends cleanly (short of what the headers promised, if they did).
+    Close,
+    /// The connection breaks.
+    Abort,
+    /// Nothing more is sent and the body stays open until the client goes away.
+    Hold,
+}
+
+impl CutEnd {
+    fn of(abort: bool, hold: bool) -> Self {
+        match (hold, abort) {
+            (true, _) => CutEnd::Hold,
+            (false, true) => CutEnd::Abort,
+            (false, false) => CutEnd::Close,
+        }
+    }
+}
+
 enum Plan {
     CutBytes {
         limit: usize,
-        abort: bool,
+        end: CutEnd,
     },
     CutFrames {
         limit: usize,
-        abort: bool,
+        end: CutEnd,
     },
     Inject {
         after: usize,
@@ -39,18 +60,20 @@ fn plan(action: &FaultAction) -> Option<Plan> {
         FaultAction::CutStream {
             after_bytes: Some(limit),
             abort,
+            hold,
             ..
         } => Plan::CutBytes {
             limit: *limit,
-            abort: *abort,
+            end: CutEnd::of(*abort, *hold),
         },
         FaultAction::CutStream {
             after_frames,
             abort,
+            hold,
             ..
         } => Plan::CutFrames {
             limit: after_frames.unwrap_or(0),
-            abort: *abort,
+            end: CutEnd::of(*abort, *hold),
         },
         FaultAction::UnknownFrame { after_frames } => Plan::Inject {
             after: *after_frames,
@@ -114,16 +137,20 @@ async fn rewrite(body: Body, plan: Plan, tx: mpsc::Sender<Result<Bytes, std::io:
     let mut frames = 0usize; // non-heartbeat frames passed through
     let mut bytes = 0usize; // non-heartbeat bytes passed through
     let mut injected = false;
-    let cut = |abort: bool| {
+    let cut = |end: CutEnd| {
         let tx = tx.clone();
         async move {
-            if abort {
-                // Give hyper a moment to flush what was already sent: an error from the body
-                // closes the connection at once, discarding buffered bytes.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                let _ = tx
-                    .send(Err(std::io::Error::other("emulator fault: stream aborted")))
-                    .await;
+            match end {
+                CutEnd::Close => {}
+                CutEnd::Abort => {
+                    // Give hyper a moment to flush what was already sent: an error from the
+                    // body closes the connection at once, discarding buffered bytes.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    let _ = tx
+                        .send(Err(std::io::Error::other("emulator fault: stream aborted")))
+                        .await;
+                }
+                CutEnd::Hold => tx.closed().await,
             }
         }
     };
@@ -141,21 +168,21 @@ async fn rewrite(body: Body, plan: Plan, tx: mpsc::Sender<Result<Bytes, std::io:
         while let Some(line) = take_line(&mut pending, matches!(plan, Plan::CutBytes { .. })) {
             let heartbeat = is_heartbeat(&line);
             let out: Option<Bytes> = match &plan {
-                Plan::CutBytes { limit, abort } if !heartbeat => {
+                Plan::CutBytes { limit, end } if !heartbeat => {
                     if bytes + line.len() >= *limit {
                         let keep = limit - bytes;
                         if keep > 0 {
                             let _ = tx.send(Ok(line.slice(..keep))).await;
                         }
-                        cut(*abort).await;
+                        cut(*end).await;
                         return;
                     }
                     bytes += line.len();
                     Some(line)
                 }
-                Plan::CutFrames { limit, abort } if !heartbeat => {
+                Plan::CutFrames { limit, end } if !heartbeat => {
                     if frames >= *limit {
-                        cut(*abort).await;
+                        cut(*end).await;
                         return;
                     }
                     Some(line)

@@ -1,9 +1,11 @@
-// The errors a user meets when the native addon cannot serve a plugin: a binary built for another
-// Node.js ABI, and a plugin whose paperclip-sandbox-native has another version than the one it
-// pins. (No binary for this platform at all: __test__/install.spec.js, from a real install.)
+// How plugin-kit finds the native addon (its own loader, not the napi-generated index.js): the
+// NAPI_RS_NATIVE_LIBRARY_PATH override, the binary beside the package, the platform package, and
+// the errors a user meets when the addon cannot serve a plugin: a binary built for another
+// Node.js ABI, no binary at all, and a plugin whose paperclip-sandbox-native has another version
+// than the one it pins. (No binary from a real install: __test__/install.spec.js.)
 
 import { execFile } from "node:child_process";
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { copyFile, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -14,13 +16,47 @@ import { repoRoot } from "./support/paths.js";
 
 const run = promisify(execFile);
 
-/** Runs node on `args` to its end: {code, stderr}. */
-function node(args, env = {}) {
+/** Runs node on `args` to its end: {code, stdout, stderr}. */
+function node(args, env = {}, cwd = undefined) {
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { encoding: "utf8", env: { PATH: process.env.PATH, ...env } }, (error, _stdout, stderr) => {
-      resolve({ code: error ? error.code : 0, stderr });
+    execFile(process.execPath, args, { cwd, encoding: "utf8", env: { PATH: process.env.PATH, ...env } }, (error, stdout, stderr) => {
+      resolve({ code: error ? error.code : 0, stdout, stderr });
     });
   });
+}
+
+const PLATFORM = "linux-x64-gnu";
+const BINARY = `paperclip-sandbox-native.${PLATFORM}.node`;
+
+// Loads the addon through plugin-kit, answers one hook, and prints the `.node` files Node loaded.
+const LOAD_AND_CALL = [
+  'const kit = await import("paperclip-sandbox-native/plugin-kit");',
+  "const native = await kit.loadNative();",
+  'const health = await kit.invoke(() => native.NativeProvider.createos().call("onHealth", {}));',
+  'const { createRequire } = await import("node:module");',
+  "const loaded = Object.keys(createRequire(import.meta.url).cache).filter((file) => file.endsWith('.node'));",
+  "console.log(JSON.stringify({ status: health.status, loaded }));",
+].join("\n");
+const REPORT_FAILURE = '.catch((e) => { console.error(e.message); console.error(String(e.cause?.message)); process.exit(3); })';
+
+/**
+ * An installed layout without a checkout: node_modules/paperclip-sandbox-native (its loader,
+ * plugin-kit and package.json, no binary) and, with `platformPackage`, the platform package
+ * carrying the binary. Returns the folder to run node in.
+ */
+async function installedLayout(work, name, { platformPackage }) {
+  const app = path.join(work, name);
+  const root = path.join(app, "node_modules/paperclip-sandbox-native");
+  await mkdir(path.join(root, "plugin-kit"), { recursive: true });
+  for (const file of ["package.json", "index.js", "plugin-kit/index.js"]) await copyFile(path.join(repoRoot, file), path.join(root, file));
+  if (platformPackage) {
+    const carrier = path.join(app, `node_modules/paperclip-sandbox-native-${PLATFORM}`);
+    await mkdir(carrier, { recursive: true });
+    await copyFile(path.join(repoRoot, `npm/${PLATFORM}/package.json`), path.join(carrier, "package.json"));
+    await copyFile(path.join(repoRoot, BINARY), path.join(carrier, BINARY));
+  }
+  await writeFile(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  return app;
 }
 
 describe("native load errors", () => {
@@ -56,6 +92,55 @@ describe("native load errors", () => {
     expect(code).toBe(3);
     expect(stderr).toContain(`paperclip-sandbox-native: ${binary} was built for another Node.js ABI (NODE_MODULE_VERSION 115) and cannot load in Node.js ${process.versions.node}`);
     expect(stderr).toContain("Reinstall paperclip-sandbox-native-linux-x64-gnu@0.1.0");
+  });
+
+  it("loads the binary beside the package in a checkout", async () => {
+    const { code, stdout, stderr } = await node(["--input-type=module", "-e", `(async () => {\n${LOAD_AND_CALL}\n})()${REPORT_FAILURE}`]);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(stdout)).toEqual({ status: "ok", loaded: [path.join(repoRoot, BINARY)] });
+  });
+
+  it("loads the file NAPI_RS_NATIVE_LIBRARY_PATH names, and nothing else", async () => {
+    const copy = path.join(work, "override", "addon.node");
+    await mkdir(path.dirname(copy), { recursive: true });
+    await copyFile(path.join(repoRoot, BINARY), copy);
+    const { code, stdout, stderr } = await node(["--input-type=module", "-e", `(async () => {\n${LOAD_AND_CALL}\n})()${REPORT_FAILURE}`], {
+      NAPI_RS_NATIVE_LIBRARY_PATH: copy,
+    });
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(stdout)).toEqual({ status: "ok", loaded: [copy] });
+    // An override that does not load is the failure: the binary beside the package is not tried.
+    const missing = await node(["--input-type=module", "-e", `(async () => {\n${LOAD_AND_CALL}\n})()${REPORT_FAILURE}`], {
+      NAPI_RS_NATIVE_LIBRARY_PATH: path.join(work, "override", "absent.node"),
+    });
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain(`paperclip-sandbox-native: no native binary for this platform (${PLATFORM}`);
+    expect(missing.stderr).toContain(`Cannot find module '${path.join(work, "override", "absent.node")}'`);
+  });
+
+  it("loads the platform package when no binary is beside the package", async () => {
+    const app = await installedLayout(work, "installed", { platformPackage: true });
+    const { code, stdout, stderr } = await node(["--input-type=module", "-e", `(async () => {\n${LOAD_AND_CALL}\n})()${REPORT_FAILURE}`], {}, app);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(stdout)).toEqual({ status: "ok", loaded: [path.join(app, `node_modules/paperclip-sandbox-native-${PLATFORM}`, BINARY)] });
+    // The package's own loader, imported beside plugin-kit, gets the same exports.
+    const same = await node(
+      ["--input-type=module", "-e", 'const kit = await import("paperclip-sandbox-native/plugin-kit"); const own = await import("paperclip-sandbox-native"); console.log((await kit.loadNative()).NativeProvider === own.NativeProvider);'],
+      {},
+      app,
+    );
+    expect(same).toEqual({ code: 0, stdout: "true\n", stderr: "" });
+  });
+
+  it("without a binary anywhere, names the platform and the package that should carry it", async () => {
+    const app = await installedLayout(work, "no-binary", { platformPackage: false });
+    const { code, stderr } = await node(["--input-type=module", "-e", `(async () => {\n${LOAD_AND_CALL}\n})()${REPORT_FAILURE}`], {}, app);
+    expect(code).toBe(3);
+    expect(stderr).toContain(
+      `paperclip-sandbox-native: no native binary for this platform (${PLATFORM}, Node.js ${process.versions.node} (ABI ${process.versions.modules}, N-API ${process.versions.napi})): the package paperclip-sandbox-native-${PLATFORM}@0.1.0, an optional dependency of paperclip-sandbox-native, should carry it and is not installed`,
+    );
+    // The failed attempts stay the cause, the last one (the platform package) outermost.
+    expect(stderr).toContain(`Cannot find module 'paperclip-sandbox-native-${PLATFORM}'`);
   });
 
   it("names a plugin's native dependency of another version", async () => {

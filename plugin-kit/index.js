@@ -3,10 +3,13 @@
 // here; anything that decides something belongs in the Rust crates.
 
 import { AsyncResource } from "node:async_hooks";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
 const require = createRequire(import.meta.url);
+// Resolves as the package's own loader (`index.js`, at the package root) does.
+const rootRequire = createRequire(new URL("../index.js", import.meta.url));
 
 const NATIVE_PACKAGE = "paperclip-sandbox-native";
 
@@ -18,11 +21,23 @@ function platformOfTriple(triple) {
   return abi ? `${os}-${cpu}-${abi}` : `${os}-${cpu}`;
 }
 
+/**
+ * Whether this Linux runs on musl rather than glibc, decided as the napi-generated loader decides
+ * it: the `ldd` script names its libc, and only when it cannot be read does the (far slower)
+ * process report say whether a glibc is loaded.
+ */
+function isMusl() {
+  try {
+    return readFileSync("/usr/bin/ldd", "utf8").includes("musl");
+  } catch {
+    return !process.report?.getReport?.()?.header?.glibcVersionRuntime;
+  }
+}
+
 /** This process's platform in napi-rs' naming (`linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`). */
 export function currentPlatform() {
   if (process.platform !== "linux") return `${process.platform}-${process.arch}`;
-  const glibc = process.report?.getReport?.()?.header?.glibcVersionRuntime;
-  return `linux-${process.arch}-${glibc ? "gnu" : "musl"}`;
+  return `linux-${process.arch}-${isMusl() ? "musl" : "gnu"}`;
 }
 
 function nativePackageJson() {
@@ -101,20 +116,75 @@ function checkPluginDependency(pluginUrl) {
 }
 
 /**
+ * napi-rs chains the failed attempts of a load as causes, the last attempt outermost: the shape
+ * explainLoadFailure reads.
+ */
+function chainOfAttempts(errors) {
+  return errors.reduce((previous, current) => {
+    const error = new Error(current instanceof Error ? current.message : String(current));
+    if (previous) error.cause = previous;
+    return error;
+  }, null);
+}
+
+/**
+ * The addon's exports, found where the napi-generated loader (`index.js`) looks for this
+ * package's targets, without compiling that loader (a platform switch over every target napi-rs
+ * knows, half of the addon's load time): the file `NAPI_RS_NATIVE_LIBRARY_PATH` names when it is
+ * set (and nothing else), else the `.node` beside the package (a checkout's build), else the
+ * platform package `paperclip-sandbox-native-<platform>` (refused when
+ * `NAPI_RS_ENFORCE_VERSION_CHECK` is set and its version is not this package's). Node caches a
+ * `.node` by its path, so an import of the package itself gets the same exports. No WASI
+ * fallback: this package publishes no WASI target.
+ */
+function requireNative() {
+  const errors = [];
+  const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH;
+  if (override) {
+    try {
+      return rootRequire(override);
+    } catch (error) {
+      errors.push(error);
+    }
+  } else {
+    const native = nativePackageJson();
+    const platform = currentPlatform();
+    try {
+      return rootRequire(`./${native.napi.binaryName}.${platform}.node`);
+    } catch (error) {
+      errors.push(error);
+    }
+    const carrier = `${NATIVE_PACKAGE}-${platform}`;
+    try {
+      const binding = rootRequire(carrier);
+      const version = rootRequire(`${carrier}/package.json`).version;
+      const enforce = process.env.NAPI_RS_ENFORCE_VERSION_CHECK;
+      if (version !== native.version && enforce && enforce !== "0") {
+        throw new Error(`Native binding package version mismatch, expected ${native.version} but got ${version}. You can reinstall dependencies to fix this issue.`);
+      }
+      return binding;
+    } catch (error) {
+      errors.push(error);
+    }
+  }
+  const cause = chainOfAttempts(errors);
+  throw new Error(explainLoadFailure(cause), { cause });
+}
+
+/**
  * Loads the native addon. With `plugin` (the plugin module's `import.meta.url`), first checks that
  * the native package Node resolves for that plugin is the exact version it depends on. A load
  * failure is reported as what it is (no binary for this platform, another ABI) instead of
- * napi-rs' generic hint about npm's optional dependencies; the loader's error stays the `cause`.
+ * napi-rs' generic hint about npm's optional dependencies; the failed attempts stay its `cause`.
  */
 export async function loadNative({ plugin } = {}) {
+  return loadNativeSync({ plugin });
+}
+
+/** {@link loadNative}, synchronously (the bench counts the load's instructions in one call). */
+export function loadNativeSync({ plugin } = {}) {
   if (plugin) checkPluginDependency(plugin);
-  try {
-    return await import(NATIVE_PACKAGE);
-  } catch (cause) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    if (detail.includes("Cannot find native binding")) throw new Error(explainLoadFailure(cause), { cause });
-    throw cause;
-  }
+  return requireNative();
 }
 
 /** Turns a native failure description into the Error the original plugin would have thrown. */

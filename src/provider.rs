@@ -7,14 +7,15 @@
 //! Params cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
 //! thread, so that params too deep for it (its stack runs out) become the catalogued
 //! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`; the parse and the hook run on the
-//! tokio runtime, never blocking the JS thread.
+//! tokio runtime, never blocking the JS thread, except for the synchronous hooks (health and
+//! config validation: computation only), which run to their end on the JS thread.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Function, JsObjectValue, Object, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Either, Function, JsObjectValue, Object, PromiseRaw, Unknown};
 use napi::{Env, ValueType};
 use napi_derive::napi;
-use sandbox_core::hook::PARAMS_TOO_DEEP;
+use sandbox_core::hook::{PARAMS_TOO_DEEP, poll_once};
 use sandbox_core::{Hook, HostSink, Provider, ProviderError};
 
 use crate::execution_log::ExecutionLogCallback;
@@ -67,33 +68,48 @@ impl NativeProvider {
 
     /// Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
     /// Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
-    #[napi(catch_unwind, ts_args_type = "hook: string, params: unknown")]
+    /// A synchronous hook (health, config validation: `Hook::is_synchronous`) runs to its end
+    /// here and returns its outcome itself: it is a few microseconds of computation, less than
+    /// the promise and the two thread hops of the runtime path would cost. Every other hook
+    /// runs on the tokio runtime and returns a promise.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "hook: string, params: unknown",
+        ts_return_type = "string | Promise<string>"
+    )]
     pub fn call<'env>(
         &self,
         env: &'env Env,
         hook: String,
         params: Unknown<'env>,
-    ) -> napi::Result<PromiseRaw<'env, String>> {
+    ) -> napi::Result<Either<String, PromiseRaw<'env, String>>> {
         let prepared = params_json(env, params)?;
+        let known = Hook::from_js_name(&hook);
         let provider = Arc::clone(&self.provider);
         let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
-        env.spawn_future(async move {
-            let outcome = guard::run(async move {
-                let params = match prepared.and_then(|text| parse_params(&text)) {
-                    Ok(params) => params,
-                    Err(failed) => return Outcome::error(failed),
-                };
-                let Some(hook) = Hook::from_js_name(&hook) else {
-                    return not_implemented(&hook);
-                };
-                match provider.call(hook, &params, sink) {
-                    Some(call) => call.await.into(),
-                    None => not_implemented(hook.js_name()),
-                }
-            })
-            .await;
-            Ok(outcome.into_json())
-        })
+        let call = Box::pin(guard::run(async move {
+            let params = match prepared.and_then(|text| parse_params(&text)) {
+                Ok(params) => params,
+                Err(failed) => return Outcome::error(failed),
+            };
+            let Some(hook) = known else {
+                return not_implemented(&hook);
+            };
+            match provider.call(hook, &params, sink) {
+                Some(call) => call.await.into(),
+                None => not_implemented(hook.js_name()),
+            }
+        }));
+        let call = if known.is_some_and(Hook::is_synchronous) {
+            match poll_once(call) {
+                Ok(outcome) => return Ok(Either::A(outcome.into_json())),
+                Err(pending) => pending,
+            }
+        } else {
+            call
+        };
+        env.spawn_future(async move { Ok(call.await.into_json()) })
+            .map(Either::B)
     }
 
     /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to

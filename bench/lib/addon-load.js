@@ -1,12 +1,12 @@
 // The addon's own share of a worker's cold start, measured inside one fresh Node process: from
-// the worker's import of the native package (plugin-kit, then the napi loader, dlopen and
-// module registration) to both providers constructed with their host bridges, as the plugin
+// the worker's import of the native package (plugin-kit, then its loader: dlopen of the platform
+// `.node` and module registration) to both providers constructed with their host bridges, as the plugin
 // workers do it. Prints one JSON line: wall time of each step (ms) and what the load added to
 // VmRSS / RssAnon / RssFile (KiB).
 //
 //   node bench/lib/addon-load.js           `await import`, as the workers load it (timing, RSS)
-//   node bench/lib/addon-load.js --sync    the same load synchronously (`require` of the ES
-//                                          modules) inside one `vm.Script#runInThisContext`
+//   node bench/lib/addon-load.js --sync    the same load synchronously (`require` of plugin-kit,
+//                                          `loadNativeSync`) inside one `vm.Script#runInThisContext`
 //                                          call, so that callgrind can count exactly that call:
 //                                          --toggle-collect='node::contextify::ContextifyScript::RunInContext*'
 //   add --none                             the same process without the load (the baseline)
@@ -55,9 +55,8 @@ async function loadAsync() {
 globalThis.__benchLoadSync = () => {
   const kit = require("paperclip-sandbox-native/plugin-kit");
   marks.kit = performance.now();
-  const native = require("paperclip-sandbox-native");
-  // Runs the version check synchronously; its import() then finds the module loaded already.
-  kit.loadNative({ plugin });
+  // What loadNative does, without its promise.
+  const native = kit.loadNativeSync({ plugin });
   marks.addon = performance.now();
   construct(kit, native);
 };

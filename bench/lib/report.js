@@ -136,13 +136,13 @@ function addonLoadSection(lines, f) {
   const vsTarget = (v, target) => (Number.isFinite(v) ? `${(v / target).toFixed(2)}x (${v <= target ? "met" : "MISSED"})` : "-");
   lines.push("");
   lines.push(
-    `The addon's own share of a cold start (\`bench/lib/addon-load.js\`, a fresh Node process per run, the SDK imported first as the workers do): from the import of the native package (plugin-kit, the napi loader, dlopen, module registration) to both providers constructed with their host bridges. Targets: <= ${ADDON_LOAD_TARGET.ms} ms and <= ${ADDON_LOAD_TARGET.rssMiB} MiB of RSS; the floor is the SDK-only worker's whole fork -> \`initialize\` in this run.`,
+    `The addon's own share of a cold start (\`bench/lib/addon-load.js\`, a fresh Node process per run, the SDK imported first as the workers do): from the import of the native package (plugin-kit, its loader, dlopen, module registration) to both providers constructed with their host bridges. Targets: <= ${ADDON_LOAD_TARGET.ms} ms and <= ${ADDON_LOAD_TARGET.rssMiB} MiB of RSS; the floor is the SDK-only worker's whole fork -> \`initialize\` in this run.`,
   );
   lines.push("");
   lines.push("| figure | value | vs target | share of the SDK-only floor |");
   lines.push("|---|---|---|---|");
   lines.push(`| import -> both providers constructed (ms) | ${fmt(a.ms, 2)} | ${vsTarget(a.ms?.median, ADDON_LOAD_TARGET.ms)} | ${share(a.ms?.median, floor?.initMs?.median)} of ${fmt(floor?.initMs, 0)} ms |`);
-  lines.push(`|   of which plugin-kit / napi loader + dlopen + registration / two constructors (ms) | ${fmt(a.pluginKitMs, 2)} / ${fmt(a.addonImportMs, 2)} / ${fmt(a.constructMs, 2)} | | |`);
+  lines.push(`|   of which plugin-kit / loader + dlopen + registration / two constructors (ms) | ${fmt(a.pluginKitMs, 2)} / ${fmt(a.addonImportMs, 2)} / ${fmt(a.constructMs, 2)} | | |`);
   lines.push(`| VmRSS added (MiB) | ${fmt(a.rssMiB, 2)} | ${vsTarget(a.rssMiB?.median, ADDON_LOAD_TARGET.rssMiB)} | ${share(a.rssMiB?.median, floor?.rssMiB?.median)} of ${fmt(floor?.rssMiB, 0)} MiB |`);
   lines.push(`|   of which anonymous / file-backed (MiB) | ${fmt(a.anonMiB, 2)} / ${fmt(a.fileMiB, 2)} | | |`);
   const ir = a.instructions;

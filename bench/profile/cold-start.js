@@ -2,7 +2,7 @@
 // Where the addon's own share of a cold start goes, in callgrind instructions: runs
 // bench/lib/addon-load.js --sync under callgrind (collecting only inside its load window),
 // keeps the profile, and prints the inclusive cost of the steps that matter: compiling the
-// ES modules (the napi loader and plugin-kit), dlopen and its relocations, module
+// ES modules (plugin-kit), dlopen and its relocations, module
 // registration (napi's symbol table, our module_init and its runtime), the two constructors.
 //
 //   node bench/profile/cold-start.js [profile-out]
@@ -24,7 +24,7 @@ const { instructions } = await callgrind(process.execPath, [path.join(here, "../
 });
 
 const STEPS = [
-  ["compile ES module text (napi loader, plugin-kit)", /node::loader::ModuleWrap::CompileSourceTextModule\(/],
+  ["compile ES module text (plugin-kit)", /node::loader::ModuleWrap::CompileSourceTextModule\(/],
   ["compile functions on first call (lazy)", /v8::internal::Runtime_CompileLazy\(/],
   ["dlopen + module registration (node::binding::DLOpen)", /node::binding::DLOpen\(v8::FunctionCallbackInfo<v8::Value> const&\) \[/],
   ["  relocations (_dl_relocate_object)", /elf\/dl-reloc\.c:_dl_relocate_object /],

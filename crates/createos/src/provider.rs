@@ -355,4 +355,32 @@ mod tests {
     fn the_hook_table_answers_every_hook() {
         assert_eq!(Provider::hooks(&CreateOsProvider::new()), Hook::ALL);
     }
+
+    /// The napi layer runs the synchronous hooks on the JS thread, polling each call once; a
+    /// call that did not complete there would take the slower path through the runtime.
+    #[test]
+    fn synchronous_hooks_complete_on_the_first_poll() {
+        let provider = CreateOsProvider::new();
+        let cases = [
+            Value::Null,
+            json!({}),
+            json!({ "config": { "apiUrl": "https://api.sb.createos.sh", "apiKey": "key", "shape": "s-1vcpu-1gb" } }),
+            json!({ "config": { "apiUrl": "not a url", "apiKey": 7 } }),
+        ];
+        for hook in Hook::ALL
+            .iter()
+            .copied()
+            .filter(|hook| hook.is_synchronous())
+        {
+            for params in &cases {
+                let call =
+                    Provider::call(&provider, hook, params, Arc::new(sandbox_core::NullSink))
+                        .expect("the provider implements every synchronous hook");
+                assert!(
+                    sandbox_core::hook::poll_once(call).is_ok(),
+                    "{hook} with {params} did not complete on its first poll"
+                );
+            }
+        }
+    }
 }

@@ -10,7 +10,9 @@
 //! `setup` and `onShutdown` are not in the table: every plugin has both, and they take no params.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 
@@ -104,6 +106,16 @@ impl Hook {
         }
     }
 
+    /// Whether the hook is pure computation on its params in every provider: no I/O, no
+    /// waiting, no runtime (health and config validation, as the originals' are). Its call
+    /// completes the first time it is polled, so the napi layer runs it to its end on the calling
+    /// thread instead of handing it to the async runtime and back; a call that did not complete
+    /// there would still finish on the runtime. Each provider's tests assert that its calls of
+    /// these hooks complete on the first poll.
+    pub const fn is_synchronous(self) -> bool {
+        matches!(self, Hook::Health | Hook::ValidateConfig)
+    }
+
     /// The hook whose [`js_name`](Hook::js_name) this is.
     pub fn from_js_name(name: &str) -> Option<Hook> {
         Hook::ALL
@@ -174,6 +186,17 @@ pub fn resolves_maybe<'a>(
     Box::pin(call)
 }
 
+/// Polls `call` once, with a waker that does nothing: its output if it completed, else the call
+/// itself, to be run to its end on the async runtime (which polls it again at once, with a real
+/// waker). This is how a [synchronous](Hook::is_synchronous) hook runs on the calling thread.
+pub fn poll_once<F: Future + Unpin>(mut call: F) -> Result<F::Output, F> {
+    let mut context = Context::from_waker(Waker::noop());
+    match Pin::new(&mut call).poll(&mut context) {
+        Poll::Ready(output) => Ok(output),
+        Poll::Pending => Err(call),
+    }
+}
+
 /// The message for hook params nested deeper than the bridge carries them (JavaScript's
 /// `JSON.stringify` runs out of stack, or the parser's nesting limit is reached). No host
 /// sends such params; a hostile caller gets this instead of an engine or parser internal.
@@ -196,5 +219,17 @@ mod tests {
         assert_eq!(names.len(), Hook::ALL.len());
         assert_eq!(Hook::from_js_name("onShutdown"), None);
         assert_eq!(Hook::from_js_name("setup"), None);
+    }
+
+    #[test]
+    fn poll_once_hands_back_a_call_that_has_not_completed() {
+        assert_eq!(poll_once(Box::pin(async { 7 })).ok(), Some(7));
+        let mut pending = match poll_once(Box::pin(std::future::pending::<u8>())) {
+            Ok(_) => panic!("a pending call completed"),
+            Err(call) => call,
+        };
+        // Still the same call, still pending.
+        let mut context = Context::from_waker(Waker::noop());
+        assert!(pending.as_mut().poll(&mut context).is_pending());
     }
 }

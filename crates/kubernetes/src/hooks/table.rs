@@ -71,6 +71,8 @@ impl Provider for KubernetesProvider {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     /// The exact advertised list is asserted against the forked worker; here, that the table
@@ -82,5 +84,34 @@ mod tests {
         assert!(!hooks.contains(&Hook::DuplexChannelOpen));
         assert!(!hooks.contains(&Hook::CaptureTemplate));
         assert!(hooks.contains(&Hook::LoginPtyClose));
+    }
+
+    /// The napi layer runs the synchronous hooks on the JS thread, polling each call once; a
+    /// call that did not complete there would take the slower path through the runtime.
+    #[test]
+    fn synchronous_hooks_complete_on_the_first_poll() {
+        let provider = KubernetesProvider::new();
+        let cases = [
+            Value::Null,
+            json!({}),
+            json!({ "config": { "kubeconfig": "apiVersion: v1", "companySlug": "acme", "egressMode": "standard" } }),
+            json!({ "config": { "backend": "job" } }),
+            json!({ "config": { "namespacePrefix": 7 } }),
+        ];
+        for hook in Hook::ALL
+            .iter()
+            .copied()
+            .filter(|hook| hook.is_synchronous())
+        {
+            for params in &cases {
+                let call =
+                    Provider::call(&provider, hook, params, Arc::new(sandbox_core::NullSink))
+                        .expect("the provider implements every synchronous hook");
+                assert!(
+                    sandbox_core::hook::poll_once(call).is_ok(),
+                    "{hook} with {params} did not complete on its first poll"
+                );
+            }
+        }
     }
 }

@@ -163,6 +163,19 @@ describe("native failures", () => {
     await expect(native.debugStreamExecutionLog(["a", "b", "c"], host.executionLog())).resolves.toBe(3);
   });
 
+  it("answers the synchronous hooks at once, every other hook with a promise", async () => {
+    const provider = native.NativeProvider.createos();
+    const health = provider.call("onHealth", {});
+    expect(typeof health).toBe("string");
+    expect(JSON.parse(health).value.status).toBe("ok");
+    const invalid = provider.call("onEnvironmentValidateConfig", { driverKey: "createos", config: null });
+    expect(typeof invalid).toBe("string");
+    expect(JSON.parse(invalid).value.ok).toBe(false);
+    const probe = provider.call("onEnvironmentProbe", { driverKey: "createos", config: null });
+    expect(probe).toBeInstanceOf(Promise);
+    await expect(invoke(() => probe)).resolves.toMatchObject({ ok: false });
+  });
+
   it("rejects with a plain Error carrying the exact message, name and numeric code", async () => {
     const failure = invoke(() => ({ error: { message: "Job created without a UID", name: "Error" } }));
     await expect(failure).rejects.toEqual(new Error("Job created without a UID"));

@@ -5,9 +5,8 @@
 import { AsyncResource } from "node:async_hooks";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import path from "node:path";
+import { fileURLToPath } from "node:url";
 
-const require = createRequire(import.meta.url);
 // Resolves as the package's own loader (`index.js`, at the package root) does.
 const rootRequire = createRequire(new URL("../index.js", import.meta.url));
 
@@ -40,8 +39,13 @@ export function currentPlatform() {
   return `linux-${process.arch}-${isMusl() ? "musl" : "gnu"}`;
 }
 
+const readJson = (url) => JSON.parse(readFileSync(url, "utf8"));
+
+/** This package's package.json (read once; plugin-kit ships inside the native package). */
+let nativeJson = null;
 function nativePackageJson() {
-  return require(`${NATIVE_PACKAGE}/package.json`);
+  nativeJson ??= readJson(new URL("../package.json", import.meta.url));
+  return nativeJson;
 }
 
 /** Every message of an error and its causes (napi-rs chains each attempt as a `cause`). */
@@ -95,20 +99,20 @@ function explainLoadFailure(cause) {
  * that version (a copied-in or deduplicated other version would answer with other hooks/messages).
  */
 function checkPluginDependency(pluginUrl) {
-  const pluginRequire = createRequire(pluginUrl);
   let pluginJson;
   try {
-    pluginJson = pluginRequire("../package.json");
+    pluginJson = readJson(new URL("../package.json", pluginUrl));
   } catch {
     return;
   }
   const wanted = pluginJson.dependencies?.[NATIVE_PACKAGE];
   if (!wanted || !/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(wanted)) return;
-  const nativeJsonPath = pluginRequire.resolve(`${NATIVE_PACKAGE}/package.json`);
-  const found = pluginRequire(nativeJsonPath).version;
+  // The native package Node resolved for the plugin is the one this file belongs to: the plugin
+  // imported plugin-kit from it.
+  const found = nativePackageJson().version;
   if (found !== wanted) {
     throw new Error(
-      `${pluginJson.name} ${pluginJson.version} needs ${NATIVE_PACKAGE} ${wanted} exactly, but ${path.dirname(nativeJsonPath)} is ${found}. ` +
+      `${pluginJson.name} ${pluginJson.version} needs ${NATIVE_PACKAGE} ${wanted} exactly, but ${fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "")} is ${found}. ` +
         `Reinstall the plugin so that it gets its own copy (npm install ${pluginJson.name}@${pluginJson.version}), ` +
         `or put ${NATIVE_PACKAGE}@${wanted} in the plugin's node_modules.`,
     );

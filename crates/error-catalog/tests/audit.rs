@@ -264,7 +264,7 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
     (
         "kubernetes/src/config/zod/issue.rs",
         "",
-        "zod 3's default message table; the config schema can reach only the catalogued ones (kubernetes-errors.md §D)",
+        "zod 3's default message table; the config schema can reach only the catalogued ones (the original's config validation messages)",
     ),
     (
         "sandbox-core/src/archive/node_fs_errors.rs",

@@ -1,5 +1,5 @@
 //! The member checks of a sandbox-authored archive before the host extracts it
-//! (`assertTarballEntriesConfined`, spec §16.3 step 4), and the extraction itself.
+//! (`assertTarballEntriesConfined` of syncOut), and the extraction itself.
 //!
 //! The original parsed host `tar -tvf` text, which a name such as `x -> y` fools, and extracted
 //! with host `tar`, which follows links the archive itself planted. Here the archive is read by

@@ -1,0 +1,236 @@
+//! How streamed execute output is grouped on its way to `ctx.execution.log`: the queue of one
+//! execute call's chunks, and the batches it hands out.
+//!
+//! Only one batch is on its way to the host at a time. A chunk that arrives while nothing is on
+//! its way goes out at once, alone, so output that arrives slowly reaches the host chunk by
+//! chunk with no added delay. Chunks that arrive while a batch is on its way wait in the queue,
+//! and the next batch takes them from the front, in order, up to [`OutputQueue`]'s batch bound.
+//! Inside a batch, adjacent chunks of the *same* stream are joined into one chunk (one
+//! `execute.log` call), never across streams, and never past the bound; a chunk larger than the
+//! bound on its own goes out alone and whole. The host accepts any chunking of a stream (each
+//! chunk at most 1,000,000 UTF-16 units, which a bound of fewer bytes guarantees, since a UTF-8
+//! byte is at most one unit), and the concatenation per stream is unchanged.
+//!
+//! Each chunk carries a cost (the napi layer's byte budget); a batch carries the sum of its
+//! chunks' costs so that its budget can be returned once the host has taken it.
+//!
+//! The napi layer drives this queue from its ThreadsafeFunction ([`OutputQueue::push`] when a
+//! provider hands over a chunk, [`OutputQueue::finish`] when a batch has been taken); it is
+//! plain data so that the batching rules are tested here without Node.
+
+use std::collections::VecDeque;
+
+use crate::OutputStream;
+
+/// One batch for the host: chunks in order, adjacent ones of a stream already joined.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct OutputBatch {
+    pub chunks: Vec<(OutputStream, String)>,
+    /// The sum of the costs of the chunks that went into it.
+    pub cost: usize,
+}
+
+/// One execute call's queue of output chunks; see the module docs.
+#[derive(Debug)]
+pub struct OutputQueue {
+    queued: VecDeque<(OutputStream, String, usize)>,
+    /// Bytes queued (the text of `queued`).
+    queued_bytes: usize,
+    in_flight: bool,
+    batch_bytes: usize,
+}
+
+impl OutputQueue {
+    /// A queue whose batches hold at most `batch_bytes` bytes of text (a larger chunk goes alone).
+    pub fn new(batch_bytes: usize) -> Self {
+        Self {
+            queued: VecDeque::new(),
+            queued_bytes: 0,
+            in_flight: false,
+            batch_bytes: batch_bytes.max(1),
+        }
+    }
+
+    /// Queues a chunk. Returns the batch to send now when nothing was on its way (the chunk
+    /// alone); `None` when a batch is on its way and the chunk waits for the next one.
+    pub fn push(&mut self, stream: OutputStream, text: String, cost: usize) -> Option<OutputBatch> {
+        if self.in_flight {
+            self.queued_bytes += text.len();
+            self.queued.push_back((stream, text, cost));
+            return None;
+        }
+        self.in_flight = true;
+        Some(OutputBatch {
+            chunks: vec![(stream, text)],
+            cost,
+        })
+    }
+
+    /// The batch on its way has been taken: returns the next one to send (what queued up
+    /// meanwhile), or `None` when the queue is empty and the next chunk may go out at once.
+    pub fn finish(&mut self) -> Option<OutputBatch> {
+        if self.queued.is_empty() {
+            self.in_flight = false;
+            return None;
+        }
+        Some(self.take())
+    }
+
+    /// Whether a batch is on its way.
+    pub fn in_flight(&self) -> bool {
+        self.in_flight
+    }
+
+    /// Bytes waiting for the next batch.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes
+    }
+
+    /// The next batch: queued chunks from the front while they fit the bound (at least one).
+    fn take(&mut self) -> OutputBatch {
+        let mut batch = OutputBatch::default();
+        let mut bytes = 0;
+        while let Some((_, text, _)) = self.queued.front() {
+            if !batch.chunks.is_empty() && bytes + text.len() > self.batch_bytes {
+                break;
+            }
+            let Some((stream, text, cost)) = self.queued.pop_front() else {
+                break;
+            };
+            bytes += text.len();
+            self.queued_bytes -= text.len();
+            batch.cost += cost;
+            match batch.chunks.last_mut() {
+                Some((last, joined)) if *last == stream => joined.push_str(&text),
+                _ => batch.chunks.push((stream, text)),
+            }
+        }
+        batch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use OutputStream::{Stderr, Stdout};
+
+    fn chunk(stream: OutputStream, text: &str) -> (OutputStream, String) {
+        (stream, text.to_owned())
+    }
+
+    #[test]
+    fn a_chunk_with_nothing_on_its_way_goes_out_at_once_and_alone() {
+        let mut queue = OutputQueue::new(16);
+        // A slow trickle: each chunk is taken before the next arrives.
+        for text in ["a", "b", "c"] {
+            let batch = queue.push(Stdout, text.into(), 1).expect("sent at once");
+            assert_eq!(batch.chunks, vec![chunk(Stdout, text)]);
+            assert_eq!(batch.cost, 1);
+            assert!(queue.in_flight());
+            assert_eq!(queue.finish(), None);
+            assert!(!queue.in_flight());
+        }
+    }
+
+    #[test]
+    fn chunks_queued_behind_a_batch_are_joined_per_stream_in_order() {
+        let mut queue = OutputQueue::new(64);
+        assert!(queue.push(Stdout, "first".into(), 5).is_some());
+        for (stream, text) in [
+            (Stdout, "a1"),
+            (Stdout, "a2"),
+            (Stderr, "e1"),
+            (Stderr, "e2"),
+            (Stdout, "a3"),
+        ] {
+            assert_eq!(queue.push(stream, text.into(), 2), None);
+        }
+        assert_eq!(queue.queued_bytes(), 10);
+        let batch = queue.finish().expect("queued chunks go next");
+        assert_eq!(
+            batch.chunks,
+            vec![
+                chunk(Stdout, "a1a2"),
+                chunk(Stderr, "e1e2"),
+                chunk(Stdout, "a3")
+            ]
+        );
+        assert_eq!(batch.cost, 10);
+        assert_eq!(queue.queued_bytes(), 0);
+        assert_eq!(queue.finish(), None);
+    }
+
+    #[test]
+    fn a_batch_never_exceeds_its_bound_and_an_oversized_chunk_goes_alone_and_whole() {
+        let mut queue = OutputQueue::new(8);
+        assert!(queue.push(Stdout, "x".into(), 1).is_some());
+        for text in ["aaa", "bbb", "ccc", "dddddddddddd", "e"] {
+            assert_eq!(queue.push(Stdout, text.into(), text.len()), None);
+        }
+        let mut seen = Vec::new();
+        while let Some(batch) = queue.finish() {
+            let bytes: usize = batch.chunks.iter().map(|(_, t)| t.len()).sum();
+            assert!(bytes <= 8 || batch.chunks.len() == 1, "{batch:?}");
+            assert_eq!(batch.cost, bytes);
+            seen.push(batch.chunks);
+        }
+        assert_eq!(
+            seen,
+            vec![
+                vec![chunk(Stdout, "aaabbb")],
+                vec![chunk(Stdout, "ccc")],
+                vec![chunk(Stdout, "dddddddddddd")],
+                vec![chunk(Stdout, "e")],
+            ]
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever arrives and whenever the host takes batches: per stream, the text is
+        /// unchanged and in order; no batch is over the bound unless it is one original chunk;
+        /// nothing is joined across streams; every cost comes back once.
+        #[test]
+        fn batching_keeps_every_stream_whole_and_in_order(
+            events in proptest::collection::vec((0u8..3, "[a-z]{1,12}"), 1..200),
+            bound in 1usize..40,
+        ) {
+            let mut queue = OutputQueue::new(bound);
+            let mut sent: Vec<OutputBatch> = Vec::new();
+            let mut expected = [String::new(), String::new()];
+            let mut total_cost = 0;
+            for (event, text) in events {
+                match event {
+                    // The host takes the batch on its way.
+                    2 => sent.extend(queue.finish()),
+                    stream => {
+                        let stream = if stream == 0 { Stdout } else { Stderr };
+                        expected[usize::from(stream == Stderr)].push_str(&text);
+                        total_cost += text.len();
+                        let cost = text.len();
+                        sent.extend(queue.push(stream, text, cost));
+                    }
+                }
+            }
+            while let Some(batch) = queue.finish() {
+                sent.push(batch);
+            }
+            let mut got = [String::new(), String::new()];
+            let mut returned = 0;
+            for batch in &sent {
+                returned += batch.cost;
+                let bytes: usize = batch.chunks.iter().map(|(_, t)| t.len()).sum();
+                proptest::prop_assert!(bytes <= bound || batch.chunks.len() == 1);
+                for pair in batch.chunks.windows(2) {
+                    proptest::prop_assert_ne!(pair[0].0, pair[1].0);
+                }
+                for (stream, text) in &batch.chunks {
+                    proptest::prop_assert!(!text.is_empty());
+                    got[usize::from(*stream == Stderr)].push_str(text);
+                }
+            }
+            proptest::prop_assert_eq!(got, expected);
+            proptest::prop_assert_eq!(returned, total_cost);
+            proptest::prop_assert!(!queue.in_flight());
+        }
+    }
+}

@@ -385,6 +385,64 @@ async fn a_sparse_file_over_the_bound_is_refused_without_filling_the_host() {
     h.finish().await;
 }
 
+/// A download whose `Content-Length` declares more than its bound is refused on the headers,
+/// before a byte is read or the host file is created: a file over 8 GiB, an archive over the
+/// 10 GiB extraction limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_length_over_the_bound_is_refused_before_anything_is_written() {
+    let h = Harness::start().await;
+    let lease = h.acquire(&h.run_params(json!({}))).await;
+    sh(
+        &h,
+        &lease,
+        "mkdir -p /paperclip-workspace/d && echo x > /paperclip-workspace/d/f",
+    )
+    .await;
+    let host = tempfile_dir();
+    std::fs::write(host.join("keep"), b"before").unwrap();
+    let before = snapshot(&host);
+    let declare = |bytes: u64| {
+        h.fault(json!({"method": "GET", "path": "/v1/sandboxes/*/files",
+            "action": {"kind": "declareLength", "bytes": bytes}}))
+    };
+
+    declare(createos::sync::SYNC_OUT_FILE_LIMIT + 1);
+    let file = h.params(json!({
+        "lease": { "providerLeaseId": lease["providerLeaseId"], "metadata": lease["metadata"], "expiresAt": null },
+        "operations": [{ "files": [{ "kind": "file", "sourcePath": "/paperclip-workspace/d/f",
+            "targetPath": host.join("file").to_string_lossy() }] }],
+    }));
+    assert_eq!(
+        message(h.provider.sync_out(&file, &*h.sink).await),
+        messages::sync_out_file_too_large("/paperclip-workspace/d/f")
+    );
+    assert_eq!(snapshot(&host), before);
+
+    declare(sandbox_core::archive::EXTRACTION_LIMIT + 1);
+    let dir = sync_out_dir(
+        &h,
+        &lease,
+        "/paperclip-workspace/d",
+        &host.join("dir"),
+        json!({}),
+    );
+    assert_eq!(
+        message(h.provider.sync_out(&dir, &*h.sink).await),
+        messages::ARCHIVE_UNSAFE
+    );
+    assert_eq!(snapshot(&host), before);
+
+    // Within the bounds, the same downloads arrive.
+    h.emu.clear_faults();
+    h.provider.sync_out(&file, &*h.sink).await.unwrap();
+    h.provider.sync_out(&dir, &*h.sink).await.unwrap();
+    assert_eq!(std::fs::read(host.join("file")).unwrap(), b"x\n");
+    assert_eq!(std::fs::read(host.join("dir/f")).unwrap(), b"x\n");
+    std::fs::remove_dir_all(&host).unwrap();
+    h.destroy(&lease).await;
+    h.finish().await;
+}
+
 /// A sparse file within the bound arrives whole, and its holes stay holes on the host (as a
 /// file and inside a directory archive).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

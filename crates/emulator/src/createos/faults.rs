@@ -55,6 +55,9 @@ pub enum FaultAction {
         #[serde(default)]
         after: bool,
     },
+    /// 200 whose `Content-Length` declares `bytes` and whose body never comes (held open until
+    /// the client goes away): what a client learns from the headers alone.
+    DeclareLength { bytes: u64 },
     /// 200 with `{"status":"fail",…}`.
     Unsuccessful {
         #[serde(default)]

@@ -15,6 +15,7 @@ use tower::ServiceExt;
 
 use super::envelope::ApiError;
 use super::faults::FaultAction;
+use super::ndjson::body_from_channel;
 use super::state::App;
 use super::stream_faults;
 use crate::common::serve::{self, DropConnection, FaultDelay, Listen, Reply, infallible};
@@ -153,6 +154,14 @@ fn fault_reply(f: &FaultAction) -> Reply {
             resp
         }
         FaultAction::MalformedJson { .. } => json_reply(200, r#"{"status":"success","data":{"#.into()),
+        FaultAction::DeclareLength { bytes } => {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            tokio::spawn(async move { tx.closed().await });
+            let mut resp = Response::new(body_from_channel(rx));
+            resp.headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(*bytes));
+            resp
+        }
         FaultAction::Unsuccessful { .. } => json_reply(
             200,
             json!({ "status": "fail", "data": { "message": "emulator fault" } }).to_string(),

@@ -85,6 +85,12 @@ fn handle(app: &Arc<App>, ev: &Event) {
         _ => {}
     }
     match ev.kind {
+        // An object created after all its owners were gone (a controller that made a pod for a
+        // Sandbox deleted meanwhile): the real garbage collector deletes a dependent none of
+        // whose owners exists, and so does this one.
+        EventType::Added if orphaned(app, k, obj) => {
+            let _ = app.delete_object(k, Some(Propagation::Background), None, None);
+        }
         EventType::Deleted => {
             // Background garbage collection of dependents.
             for (dep, _) in app.store.dependents(&k.namespace, &uid_of(obj)) {
@@ -108,6 +114,21 @@ fn handle(app: &Arc<App>, ev: &Event) {
         }
         _ => {}
     }
+}
+
+/// Whether `obj` names owners and none of them exists (by uid).
+fn orphaned(app: &App, key: &ObjKey, obj: &Value) -> bool {
+    let owners: Vec<&str> = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uid"].as_str())
+        .collect();
+    !owners.is_empty()
+        && owners
+            .iter()
+            .all(|uid| !app.store.owner_exists(&key.namespace, uid))
 }
 
 fn find_by_uid(app: &App, namespace: &str, uid: &str) -> Option<(ObjKey, Value)> {

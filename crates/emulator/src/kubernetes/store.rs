@@ -172,6 +172,15 @@ impl Store {
             .collect()
     }
 
+    /// Whether an object with `uid` exists in `namespace` or among the cluster-scoped objects
+    /// (where an owner of an object in `namespace` can be).
+    pub fn owner_exists(&self, namespace: &str, uid: &str) -> bool {
+        let inner = self.inner.lock().unwrap();
+        inner.objects.iter().any(|(k, v)| {
+            (k.namespace == namespace || k.namespace.is_empty()) && meta_str(v, "uid") == Some(uid)
+        })
+    }
+
     /// Objects in `namespace` that list `owner_uid` among their ownerReferences.
     pub fn dependents(&self, namespace: &str, owner_uid: &str) -> Vec<(ObjKey, Value)> {
         self.in_namespace(namespace)

@@ -313,3 +313,28 @@ async fn terminating_pods_and_namespaces() {
     .await;
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_object_created_after_all_its_owners_are_gone_is_collected() {
+    let (emu, http) = start(|_| {}).await;
+    let owned_by = |name: &str, owner: &str, uid: &Value| {
+        let mut p = pod(name, &["sleep", "30"]);
+        p["metadata"]["ownerReferences"] = json!([{ "apiVersion": "agents.x-k8s.io/v1alpha1",
+            "kind": "Sandbox", "name": owner, "uid": uid }]);
+        p
+    };
+    let absent = json!("00000000-0000-4000-8000-000000000000");
+    // Its one owner never existed (or was deleted before it was made): collected, as the real
+    // garbage collector does with a dependent none of whose owners exists.
+    http.create(PODS, owned_by("late", "gone", &absent)).await;
+    wait_gone(&http, PODS, "late").await;
+    // One whose owner exists stays: once a later orphan is collected (events are handled in
+    // order), the first pod's creation has been seen too.
+    let owner = http.create(SB, sandbox("owner")).await;
+    http.create(PODS, owned_by("kept", "owner", &owner["metadata"]["uid"]))
+        .await;
+    http.create(PODS, owned_by("later", "gone", &absent)).await;
+    wait_gone(&http, PODS, "later").await;
+    assert_eq!(http.get(&format!("{PODS}/kept")).await.status, 200);
+    emu.shutdown().await;
+}

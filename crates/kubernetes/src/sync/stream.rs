@@ -300,7 +300,10 @@ impl ChannelSink {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        io::Error::other(text.unwrap_or_else(|| "the archive receiver stopped".to_owned()))
+        // Without a write error, the receiving thread died: the check did not finish.
+        io::Error::other(
+            text.unwrap_or_else(|| escaping_member_message("archive check did not finish")),
+        )
     }
 
     fn poll_send_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

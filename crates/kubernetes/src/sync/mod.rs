@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod paths;
 pub mod script;
+mod stream;
 pub mod tar_list;
 
 pub use engine::{

@@ -51,11 +51,27 @@ export declare function debugPanicAsync(message: string): Promise<string>
 export declare function debugPanicSync(message: string): string
 
 /**
- * Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
- * [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
- * chunk has been handed over, as an execute result does.
+ * Streams `chunks` from a tokio task through the same [`crate::host::CallSink`] the execute
+ * hooks use; resolves with the number sent once every chunk has been handed over, as an
+ * execute result does.
  */
-export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<number>
+export declare function debugStreamExecutionLog(chunks: Array<string>, onOutput: (batch: string[]) => Promise<void> | undefined, options?: DebugStreamOptions | undefined | null): Promise<number>
+
+/** How [`debug_stream_execution_log`] produces its chunks (every field optional). */
+export interface DebugStreamOptions {
+  /** The stream of each chunk (`"stdout"` or `"stderr"`); default: alternating, stdout first. */
+  streams?: Array<string>
+  /**
+   * Wait after each chunk until it has been taken by JS (and the output has drained) before
+   * producing the next one: output that arrives slowly.
+   */
+  trickle?: boolean
+  /**
+   * Called once every chunk has been handed to the sink (before the result waits for their
+   * delivery), so a test can hold the output until the rest has queued up.
+   */
+  onHandedOver?: (() => void)
+}
 
 /** One catalogued error, as documented in `docs/errors.md`. */
 export interface ExplainedError {

@@ -7,7 +7,7 @@
 // errors, a lease row without a provider lease id (environment_leases).
 //
 // Kubernetes native sync (runner.syncIn / runner.syncOut) needs the plugin to record
-// `remoteCwd: "/workspace"` on the lease at acquire (G-remoteCwd, kubernetes.md §0): the host
+// `remoteCwd: "/workspace"` on the lease at acquire (G-remoteCwd, see the README's "Kubernetes generations"): the host
 // never copies a realized cwd onto the lease. Those steps assert the correct behaviour.
 
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";

@@ -3,6 +3,7 @@
 // thread unless worker.js binds them; this drives a real SDK RPC host in process, with a test
 // plugin whose execute hook streams through the same bridge the providers use.
 
+import { EventEmitter } from "node:events";
 import { PassThrough, Writable } from "node:stream";
 
 import { definePlugin, startWorkerRpcHost } from "@paperclipai/plugin-sdk";
@@ -127,7 +128,7 @@ describe("execution log backpressure", () => {
     expect(maxBuffered).toBeLessThanOrEqual(1024 * 1024 + 64 * 1024);
   });
 
-  it("delivers every chunk before the call resolves, one ctx call per chunk", async () => {
+  it("delivers every chunk before the call resolves; alternating streams stay one ctx call per chunk", async () => {
     const output = slowOutput();
     const host = createHostBridge({ output });
     const received = [];
@@ -135,6 +136,151 @@ describe("execution log backpressure", () => {
     const chunks = Array.from({ length: 2000 }, (_, i) => `line ${i}\n`);
     await native.debugStreamExecutionLog(chunks, host.executionLog());
     expect(received).toEqual(chunks.map((c, i) => [i % 2 === 0 ? "stdout" : "stderr", c]));
+  });
+});
+
+describe("execution log batching", () => {
+  const BATCH_BYTES = 64 * 1024; // src/execution_log.rs
+
+  /**
+   * An output the test holds: it reports backpressure (so the batch on its way stays on its
+   * way) until `release()`, which drains it for good.
+   */
+  function heldOutput() {
+    const output = new EventEmitter();
+    output.writableNeedDrain = true;
+    output.destroyed = false;
+    output.release = () => {
+      output.writableNeedDrain = false;
+      output.emit("drain");
+    };
+    return output;
+  }
+
+  /** A bridge whose ctx records each `execution.log` call as [stream, chunk]. */
+  function recordingBridge(output) {
+    const host = createHostBridge({ output });
+    const calls = [];
+    host.attach({ execution: { log: (stream, chunk) => calls.push([stream, chunk]) } });
+    return { host, calls };
+  }
+
+  /** Each call is a run of consecutive same-stream chunks, in order, covering them all. */
+  function expectRunsOf(calls, chunks, streams) {
+    let at = 0;
+    for (const [stream, text] of calls) {
+      let joined = "";
+      const start = at;
+      while (joined.length < text.length && at < chunks.length) {
+        expect(streams[at], `chunk ${at} joined across streams`).toBe(stream);
+        joined += chunks[at];
+        at += 1;
+      }
+      expect(joined, `call made of chunks ${start}..${at - 1}`).toBe(text);
+    }
+    expect(at).toBe(chunks.length);
+  }
+
+  it("joins adjacent chunks of one stream that queued up while JS was busy, within the bound", async () => {
+    const output = heldOutput();
+    const { host, calls } = recordingBridge(output);
+    // 3 runs of stdout / stderr, 1,000 chunks of 100-ish bytes: 100 KiB, under the 1 MiB budget.
+    const chunks = Array.from({ length: 1000 }, (_, i) => `line ${String(i).padStart(4, "0")} ${"x".repeat(90)}\n`);
+    const streams = chunks.map((_, i) => (i < 400 || i >= 700 ? "stdout" : "stderr"));
+    const sent = native.debugStreamExecutionLog(chunks, host.executionLog(), {
+      streams,
+      // The first chunk is on its way and held there; everything else is queued behind it.
+      onHandedOver: () => output.release(),
+    });
+    await expect(sent).resolves.toBe(1000);
+    expect(calls[0]).toEqual(["stdout", chunks[0]]);
+    expectRunsOf(calls, chunks, streams);
+    for (const [, text] of calls) expect(text.length).toBeLessThanOrEqual(BATCH_BYTES);
+    // Queued behind the held first chunk, the rest go in batches of at most 64 KiB, each one
+    // ctx call per run of a stream: [1..399 stdout, 400..648 stderr], [649..699 stderr,
+    // 700..999 stdout] (101 bytes a chunk).
+    expect(calls.map(([stream, text]) => [stream, text.length / 101])).toEqual([
+      ["stdout", 1],
+      ["stdout", 399],
+      ["stderr", 249],
+      ["stderr", 51],
+      ["stdout", 300],
+    ]);
+  });
+
+  it("never joins past the bound, and sends a larger chunk alone and whole", async () => {
+    const output = heldOutput();
+    const { host, calls } = recordingBridge(output);
+    const chunks = [
+      "first",
+      ...Array.from({ length: 6 }, (_, i) => String(i).repeat(20 * 1024)),
+      "L".repeat(200 * 1024),
+      "tail",
+    ];
+    const streams = chunks.map(() => "stdout");
+    const sent = native.debugStreamExecutionLog(chunks, host.executionLog(), { streams, onHandedOver: () => output.release() });
+    await expect(sent).resolves.toBe(chunks.length);
+    expectRunsOf(calls, chunks, streams);
+    expect(calls.map(([, text]) => text.length)).toEqual([5, 60 * 1024, 60 * 1024, 200 * 1024, 4]);
+  });
+
+  it("sends output that arrives slowly chunk by chunk, each with the invocation id", async () => {
+    // Through a real SDK RPC host: the producer hands over each chunk only once the one
+    // before has been taken, so nothing is ever queued and nothing is joined.
+    const hostToWorker = new PassThrough();
+    const workerToHost = new PassThrough();
+    const host = createHostBridge();
+    const plugin = definePlugin({
+      async setup(ctx) {
+        host.attach(ctx);
+      },
+      async onEnvironmentExecute(params) {
+        const sent = await native.debugStreamExecutionLog(params.args, host.executionLog(), {
+          streams: params.args.map(() => "stdout"),
+          trickle: true,
+        });
+        return { exitCode: 0, signal: null, timedOut: false, stdout: String(sent), stderr: "" };
+      },
+    });
+    const rpcHost = startWorkerRpcHost({ plugin, stdin: hostToWorker, stdout: workerToHost });
+    try {
+      const peer = new JsonRpcPeer(workerToHost, hostToWorker);
+      await peer.call("initialize", initializeParams(manifest));
+      const chunks = Array.from({ length: 30 }, (_, i) => `tick ${i}\n`);
+      const invocation = { id: "inv-trickle", scope: { companyId: "company-1" } };
+      await peer.call("environmentExecute", executeParams("company-1", chunks), { invocation });
+      const logs = peer.notifications.filter((n) => n.method === "execute.log");
+      expect(logs.map((n) => n.params.chunk)).toEqual(chunks);
+      for (const log of logs) expect(log.paperclipInvocationId).toBe("inv-trickle");
+    } finally {
+      rpcHost.stop();
+    }
+  });
+
+  it("stamps joined chunks with the invocation id of their own call", async () => {
+    const hostToWorker = new PassThrough();
+    const workerToHost = new PassThrough();
+    const rpcHost = startWorkerRpcHost({ plugin: streamingPlugin(), stdin: hostToWorker, stdout: workerToHost });
+    try {
+      const peer = new JsonRpcPeer(workerToHost, hostToWorker);
+      await peer.call("initialize", initializeParams(manifest));
+      const calls = ["a", "b"].map((tag) => {
+        const chunks = Array.from({ length: 2000 }, (_, i) => `${tag}${i};`);
+        const invocation = { id: `inv-${tag}`, scope: { companyId: `company-${tag}` } };
+        return peer.call("environmentExecute", executeParams(`company-${tag}`, chunks), { invocation });
+      });
+      await Promise.all(calls);
+      const logs = peer.notifications.filter((n) => n.method === "execute.log");
+      for (const tag of ["a", "b"]) {
+        const mine = logs.filter((n) => n.paperclipInvocationId === `inv-${tag}`);
+        const text = (stream) => mine.filter((n) => n.params.stream === stream).map((n) => n.params.chunk).join("");
+        const expected = (parity) => Array.from({ length: 2000 }, (_, i) => `${tag}${i};`).filter((_, i) => i % 2 === parity).join("");
+        expect(text("stdout")).toBe(expected(0));
+        expect(text("stderr")).toBe(expected(1));
+      }
+    } finally {
+      rpcHost.stop();
+    }
   });
 });
 

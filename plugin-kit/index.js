@@ -311,7 +311,8 @@ export function createHostBridge({ output = process.stdout } = {}) {
       const current = ctx;
       const log = guarded((stream, chunk) => current?.execution?.log(stream, chunk));
       // Rust sends the chunks that queued up while JS was busy as one flat batch,
-      // [stream, chunk, stream, chunk, ...]; each chunk is still its own ctx call.
+      // [stream, chunk, stream, chunk, ...], adjacent chunks of a stream already joined
+      // (bounded; see src/execution_log.rs); each entry is one ctx call.
       return AsyncResource.bind((batch) => {
         for (let i = 0; i + 1 < batch.length; i += 2) log(batch[i], batch[i + 1]);
         return backpressure();

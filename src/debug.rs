@@ -2,6 +2,8 @@
 //! bound `ctx.execution.log`, and panics on both kinds of call. They do nothing a user can
 //! observe outside of tests, so they ship in the addon (one binary for tests and production).
 
+use napi::Status;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use sandbox_core::{HostSink, OutputStream};
 
@@ -9,26 +11,52 @@ use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::JsHost;
 
-/// Streams `chunks` (alternating stdout, stderr) from a tokio task through the same
-/// [`crate::host::CallSink`] the execute hooks use; resolves with the number sent once every
-/// chunk has been handed over, as an execute result does.
+/// How [`debug_stream_execution_log`] produces its chunks (every field optional).
+#[napi(object, object_to_js = false)]
+pub struct DebugStreamOptions {
+    /// The stream of each chunk (`"stdout"` or `"stderr"`); default: alternating, stdout first.
+    pub streams: Option<Vec<String>>,
+    /// Wait after each chunk until it has been taken by JS (and the output has drained) before
+    /// producing the next one: output that arrives slowly.
+    pub trickle: Option<bool>,
+    /// Called once every chunk has been handed to the sink (before the result waits for their
+    /// delivery), so a test can hold the output until the rest has queued up.
+    pub on_handed_over: Option<ThreadsafeFunction<(), (), (), Status, false>>,
+}
+
+/// Streams `chunks` from a tokio task through the same [`crate::host::CallSink`] the execute
+/// hooks use; resolves with the number sent once every chunk has been handed over, as an
+/// execute result does.
 #[napi]
 pub async fn debug_stream_execution_log(
     chunks: Vec<String>,
     #[napi(ts_arg_type = "(batch: string[]) => Promise<void> | undefined")]
     on_output: ExecutionLogCallback,
+    options: Option<DebugStreamOptions>,
 ) -> napi::Result<u32> {
+    let options = options.unwrap_or(DebugStreamOptions {
+        streams: None,
+        trickle: None,
+        on_handed_over: None,
+    });
     let sink = JsHost::new(None).for_call(Some(on_output));
     let task = tokio::spawn(async move {
         let mut sent = 0u32;
         for (index, chunk) in chunks.into_iter().enumerate() {
-            let stream = if index % 2 == 0 {
-                OutputStream::Stdout
-            } else {
-                OutputStream::Stderr
+            let stream = match options.streams.as_ref().and_then(|s| s.get(index)) {
+                Some(name) if name == "stderr" => OutputStream::Stderr,
+                Some(_) => OutputStream::Stdout,
+                None if index % 2 == 0 => OutputStream::Stdout,
+                None => OutputStream::Stderr,
             };
             sink.execution_log(stream, chunk).await;
+            if options.trickle == Some(true) {
+                sink.delivered().await;
+            }
             sent += 1;
+        }
+        if let Some(handed_over) = &options.on_handed_over {
+            let _ = handed_over.call((), ThreadsafeFunctionCallMode::NonBlocking);
         }
         sink.delivered().await;
         sent

@@ -2,24 +2,29 @@
 //!
 //! A provider hands over one chunk per frame it reads. Sending each chunk to the JS thread on
 //! its own costs two thread wake-ups per chunk (Rust -> JS, and JS -> Rust to say it was taken),
-//! and a fast stream of small frames spends its time waking threads. So chunks are *batched*
-//! while the JS thread is busy: at most one batch is on its way at a time, and the chunks that
-//! arrive meanwhile go out together in the next one, up to [`BATCH_BYTES`]. JS still calls `ctx.execution.log` once per
-//! chunk, so the host sees exactly the frames the provider read, in order.
+//! and each `execute.log` notification costs the SDK a `JSON.stringify`, a pipe write and the
+//! host a parse. So chunks are *batched* while the JS thread is busy, by
+//! [`sandbox_core::OutputQueue`]: at most one batch is on its way at a time, a chunk that
+//! arrives while none is goes out at once (slow output is not delayed), and the chunks that
+//! arrive meanwhile go out together in the next batch, adjacent chunks of one stream joined
+//! into one `execute.log` call, up to [`BATCH_BYTES`].
 //!
 //! Memory stays bounded: chunks hold [`BUDGET_BYTES`] of budget from the moment they are queued
 //! until JS has taken them *and* the worker's stdout has drained (the JS callback returns a
 //! promise while the host reads slower than the stream arrives). A producer that runs out of
 //! budget waits, so a slow host slows the provider's read of the stream (and, through TCP, the
 //! sandbox) instead of growing the worker's heap.
+//!
+//! Chunks cross into V8 as Latin-1 when they are ASCII (the usual case): the same string,
+//! copied without V8's UTF-8 decoding pass.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::Status;
-use napi::bindgen_prelude::Promise;
+use napi::bindgen_prelude::{Promise, ToNapiValue};
+use napi::sys;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use sandbox_core::OutputStream;
+use sandbox_core::{OutputBatch, OutputQueue, OutputStream};
 use tokio::sync::Semaphore;
 
 /// Output bytes that may be queued or in flight towards JS for one execute call. A chunk larger
@@ -29,17 +34,67 @@ use tokio::sync::Semaphore;
 /// old space by ~65 MiB and peak RSS by ~60 MiB (bench/profile/README.md).
 pub const BUDGET_BYTES: usize = 1024 * 1024;
 
-/// Output bytes sent to JS in one batch, at most (a larger chunk goes alone). JS turns a whole
-/// batch into strings before it logs the first; if a scavenge comes meanwhile, the rest survive
-/// it, and surviving bytes are what makes V8 grow its young generation. Small frames are what
-/// batching is for, so 64 KiB of them still make one trip.
+/// Output bytes sent to JS in one batch, and so in one joined chunk, at most (a larger chunk
+/// goes alone). 64 KiB: the size of the floor's fastest notifications, far under the host's
+/// 1,000,000-character chunk limit, and under V8's large-object size (128 KiB), above which
+/// each string would get pages of its own. JS turns a whole batch into strings before it logs
+/// the first; if a scavenge comes meanwhile, the rest survive it, and surviving bytes are what
+/// makes V8 grow its young generation, so batches stay small.
 pub const BATCH_BYTES: usize = 64 * 1024;
+
+/// A batch as JS receives it: a flat `[stream, chunk, stream, chunk, ...]` array.
+pub struct LogBatch(Vec<(OutputStream, String)>);
+
+impl ToNapiValue for LogBatch {
+    unsafe fn to_napi_value(env: sys::napi_env, batch: Self) -> napi::Result<sys::napi_value> {
+        let mut array = std::ptr::null_mut();
+        let status =
+            unsafe { sys::napi_create_array_with_length(env, batch.0.len() * 2, &mut array) };
+        check(status, "array")?;
+        for (index, (stream, text)) in batch.0.into_iter().enumerate() {
+            let stream = unsafe { <&str>::to_napi_value(env, stream.as_str())? };
+            let text = unsafe { text_to_napi(env, &text)? };
+            for (offset, value) in [(0, stream), (1, text)] {
+                let at = (index * 2 + offset) as u32;
+                check(
+                    unsafe { sys::napi_set_element(env, array, at, value) },
+                    "element",
+                )?;
+            }
+        }
+        Ok(array)
+    }
+}
+
+/// A chunk as a JS string: ASCII as Latin-1 (a plain copy), anything else through UTF-8.
+unsafe fn text_to_napi(env: sys::napi_env, text: &str) -> napi::Result<sys::napi_value> {
+    if !text.is_ascii() {
+        return unsafe { <&str>::to_napi_value(env, text) };
+    }
+    let mut value = std::ptr::null_mut();
+    let status = unsafe {
+        sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut value)
+    };
+    check(status, "string")?;
+    Ok(value)
+}
+
+fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(
+            Status::from(status),
+            format!("Failed to build the execution-log batch ({what})"),
+        ))
+    }
+}
 
 /// The bound `ctx.execution.log` of one execute call, as plugin-kit hands it to Rust: called with
 /// a flat `[stream, chunk, stream, chunk, ...]` batch, it returns nothing when the batch is on its
 /// way, or a promise that settles once the worker's stdout has drained.
 pub type ExecutionLogCallback =
-    ThreadsafeFunction<Vec<String>, Option<Promise<()>>, Vec<String>, Status, false>;
+    ThreadsafeFunction<LogBatch, Option<Promise<()>>, LogBatch, Status, false>;
 
 /// One execute call's output channel to JS.
 pub struct ExecutionLog {
@@ -50,15 +105,7 @@ struct Shared {
     callback: ExecutionLogCallback,
     /// Permits are bytes of output; see [`BUDGET_BYTES`].
     budget: Semaphore,
-    queue: Mutex<Queue>,
-}
-
-#[derive(Default)]
-struct Queue {
-    /// Chunks waiting for the batch in flight to be taken, with the budget each holds.
-    chunks: VecDeque<(OutputStream, String, u32)>,
-    /// A batch is on its way to JS; its completion sends the next one.
-    in_flight: bool,
+    queue: Mutex<OutputQueue>,
 }
 
 impl ExecutionLog {
@@ -67,31 +114,24 @@ impl ExecutionLog {
             shared: Arc::new(Shared {
                 callback,
                 budget: Semaphore::new(BUDGET_BYTES),
-                queue: Mutex::default(),
+                // One bound for both: batches of several 64 KiB chunks (256 KiB) measured
+                // the same throughput and CPU per MiB (bench/profile/README.md).
+                queue: Mutex::new(OutputQueue::new(BATCH_BYTES, BATCH_BYTES)),
             }),
         }
     }
 
     /// Queues one chunk, waiting first for budget if the host is behind.
     pub async fn send(&self, stream: OutputStream, chunk: String) {
-        let cost = chunk.len().clamp(1, BUDGET_BYTES) as u32;
-        let Ok(permit) = self.shared.budget.acquire_many(cost).await else {
+        let cost = chunk.len().clamp(1, BUDGET_BYTES);
+        let Ok(permit) = self.shared.budget.acquire_many(cost as u32).await else {
             return; // never closed; nothing to deliver to if it were
         };
         // The budget now belongs to the chunk; `Batch::drop` gives it back.
         permit.forget();
-        let batch = {
-            let mut queue = self.shared.lock();
-            queue.chunks.push_back((stream, chunk, cost));
-            if queue.in_flight {
-                None
-            } else {
-                queue.in_flight = true;
-                Some(queue.take())
-            }
-        };
-        if let Some((entries, cost)) = batch {
-            Shared::dispatch(&self.shared, entries, cost);
+        let batch = self.shared.lock().push(stream, chunk, cost);
+        if let Some(batch) = batch {
+            Shared::dispatch(&self.shared, batch);
         }
     }
 
@@ -104,27 +144,8 @@ impl ExecutionLog {
     }
 }
 
-impl Queue {
-    /// The next batch, `[stream, chunk, ...]`, and the budget it holds: queued chunks from the
-    /// front up to [`BATCH_BYTES`] (at least one).
-    fn take(&mut self) -> (Vec<String>, u32) {
-        let mut entries = Vec::new();
-        let (mut bytes, mut cost) = (0, 0);
-        while let Some((stream, chunk, chunk_cost)) = self.chunks.pop_front() {
-            bytes += chunk.len();
-            cost += chunk_cost;
-            entries.push(stream.as_str().to_owned());
-            entries.push(chunk);
-            if bytes >= BATCH_BYTES {
-                break;
-            }
-        }
-        (entries, cost)
-    }
-}
-
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutputQueue> {
         // The queue holds plain data; a panic elsewhere cannot leave it half-updated.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -132,19 +153,19 @@ impl Shared {
     /// Sends one batch. Whatever happens to the call (taken, drained later, or refused because
     /// the worker is shutting down), the batch's budget comes back and the next batch goes out:
     /// that is [`Batch`]'s drop.
-    fn dispatch(shared: &Arc<Self>, entries: Vec<String>, cost: u32) {
-        let batch = Batch {
+    fn dispatch(shared: &Arc<Self>, batch: OutputBatch) {
+        let sent = Batch {
             shared: Arc::clone(shared),
-            cost,
+            cost: batch.cost,
         };
         let _ = shared.callback.call_with_return_value(
-            entries,
+            LogBatch(batch.chunks),
             ThreadsafeFunctionCallMode::NonBlocking,
             move |returned, _env| {
                 if let Ok(Some(drained)) = returned {
                     napi::bindgen_prelude::spawn(async move {
                         let _ = drained.await;
-                        drop(batch);
+                        drop(sent);
                     });
                 }
                 Ok(())
@@ -157,23 +178,15 @@ impl Shared {
 /// meanwhile.
 struct Batch {
     shared: Arc<Shared>,
-    cost: u32,
+    cost: usize,
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        self.shared.budget.add_permits(self.cost as usize);
-        let next = {
-            let mut queue = self.shared.lock();
-            if queue.chunks.is_empty() {
-                queue.in_flight = false;
-                None
-            } else {
-                Some(queue.take())
-            }
-        };
-        if let Some((entries, cost)) = next {
-            Shared::dispatch(&self.shared, entries, cost);
+        self.shared.budget.add_permits(self.cost);
+        let next = self.shared.lock().finish();
+        if let Some(batch) = next {
+            Shared::dispatch(&self.shared, batch);
         }
     }
 }

@@ -69,7 +69,7 @@ function summarize(samples, tree) {
  * One provider: acquire, realize the workspace (as the host does before syncing), check one
  * round trip, then timed series of sync in and sync out, then release.
  */
-async function providerSync(ctx, key, tree, scratch) {
+async function providerSync(ctx, key, tree, scratch, floorSamples) {
   const { env, specs } = ctx;
   const createos = key === "createos";
   const base = createos ? env.coBase : env.k8sBase;
@@ -85,11 +85,24 @@ async function providerSync(ctx, key, tree, scratch) {
     const realized = await worker.call("environmentRealizeWorkspace", { ...base, config, lease, workspace: {} }, nextInvocation());
     const workspaceLease = { ...lease, metadata: { ...lease.metadata, remoteCwd: realized.metadata?.remoteCwd ?? realized.cwd } };
     const remoteDir = path.posix.join(realized.cwd, "bench-sync");
-    const inParams = {
+    const inParamsTo = (target) => ({
       ...base,
       config,
       lease: workspaceLease,
-      operations: [{ operationId: "bench-sync-in", files: [{ sourcePath: tree.root, targetPath: remoteDir, kind: "directory" }] }],
+      operations: [{ operationId: "bench-sync-in", files: [{ sourcePath: tree.root, targetPath: target, kind: "directory" }] }],
+    });
+    const inParams = inParamsTo(remoteDir);
+    // Each timed sync in unpacks into a fresh sandbox directory that is removed afterwards,
+    // untimed, exactly as the floor's `tar x` does on the host (see the note below).
+    let inSeq = 0;
+    const removeRemote = async (dir) => {
+      await pause();
+      const result = await worker.call(
+        "environmentExecute",
+        { ...base, config, lease: workspaceLease, command: "rm", args: ["-rf", dir], timeoutMs: 120_000 },
+        nextInvocation(),
+      );
+      if (result?.exitCode !== 0) throw new Error(`removing ${dir} in the sandbox failed: ${JSON.stringify(result).slice(0, 300)}`);
     };
     let outSeq = 0;
     const outParams = () => ({
@@ -121,8 +134,12 @@ async function providerSync(ctx, key, tree, scratch) {
       ctx,
       `sync in, ${key}`,
       async () => {
+        const target = `${remoteDir}-in-${++inSeq}`;
+        floorSamples.push(await floorOnce(tree, scratch));
         await pause();
-        return syncOnce(worker, "environmentSyncIn", inParams, tree.bytes);
+        const sample = await syncOnce(worker, "environmentSyncIn", inParamsTo(target), tree.bytes);
+        await removeRemote(target);
+        return sample;
       },
       allRuns,
     );
@@ -132,6 +149,7 @@ async function providerSync(ctx, key, tree, scratch) {
       ctx,
       `sync out, ${key}`,
       async () => {
+        floorSamples.push(await floorOnce(tree, scratch));
         await pause();
         const params = outParams();
         const sample = await syncOnce(worker, "environmentSyncOut", params, tree.bytes);
@@ -159,26 +177,32 @@ export async function syncFigures(ctx) {
   const scratchOnExit = removeOnExit(scratch);
   log(`sync: generated ${tree.files} files / ${(tree.bytes / MiB).toFixed(0)} MiB in ${((now() - t0) / 1000).toFixed(1)} s`);
   ctx.notes.push(
-    `sync: one directory mapping per call (the tree's root -> \`<workspace cwd>/bench-sync\` in the sandbox, and back into a fresh local directory per run); MiB/s counts the tree's ${(tree.bytes / MiB).toFixed(0)} MiB of file content, not the tar archive the worker reports as bytesTransferred (headers and padding add to it); each sync in overwrites the same sandbox directory. The tree is generated once per run from a fixed seed (mixed sizes, random content) in a temp dir and removed at the end; one untimed round trip per provider first checks that file count and total bytes come back intact`,
+    `sync: one directory mapping per call (the tree's root -> \`<workspace cwd>/bench-sync\` in the sandbox, and back into a fresh local directory per run); MiB/s counts the tree's ${(tree.bytes / MiB).toFixed(0)} MiB of file content, not the tar archive the worker reports as bytesTransferred (headers and padding add to it); each timed sync in unpacks into a fresh sandbox directory (\`bench-sync-in-<n>\`), removed after the run, untimed, as the floor's \`tar x\` into a fresh host directory is; sync out reads the tree the check put in \`bench-sync\`. The tree is generated once per run from a fixed seed (mixed sizes, random content) in a temp dir and removed at the end; one untimed round trip per provider first checks that file count and total bytes come back intact`,
     "sync, CreateOS: each call is several paced API requests (upload or download, a transfer exec, a cleanup exec), 300 ms apart per origin, so the pacer bounds the rate as much as the bytes do; every run starts after an untimed 320 ms pause. Kubernetes: one tar stream over the emulator's pod exec websocket per call",
     "sync, CreateOS: the provider uploads a directory as one tar in one PUT, which the emulator's default 64 MiB request-body limit refuses (HTTP 413) for the full-size tree's ~108 MiB archive, so the bench starts the CreateOS emulator with `--max-body-bytes` 1 GiB (what the real API accepts is not in our reference)",
-    "sync floor: `tar cf - -C tree . | tar xf - -C fresh_dir` on this machine's disk, page cache warm (after one untimed pass); the fresh directory is removed after each run, untimed",
+    "sync floor: `tar cf - -C tree . | tar xf - -C fresh_dir` on this machine's disk, page cache warm (after one untimed pass); the fresh directory is removed after each run, untimed. One floor run goes right before every timed sync run (of both providers, both directions), and the floor figure is over all of them: run as a series of its own before the workers, it met a file system with fewer recently freed inodes than the sync runs after it, and swung 28-433 MiB/s in one series",
+    "sync: every side unpacks into a fresh directory that is removed after the run, untimed (floor, sync in in the sandbox, sync out on the host). Overwriting one directory again and again measures ext4, not the sync: each run unlinks 10,000 files and creates 10,000 more next to them, and ext4's inode allocator skips every inode freed in the last 5-10 minutes (`recently_deleted` under `__ext4_new_inode`: over 60 % of a `tar x`'s samples in `perf` here), so each run in the same place was slower than the last (sync in 21-30 s per call where the floor took 3-6 s)",
     "sync: every timed run (floor and workers) starts after an untimed `sync` (write back dirty pages): otherwise each run pays for the previous run's 100 MiB of writes through the kernel's dirty-page throttling, which made the same tar pipe take 0.4-5 s",
   );
   try {
     log("sync: floor, local tar c | tar x");
     await floorOnce(tree, scratch); // warm the page cache, as the workers' first (check) round does
-    const floor = await series(ctx, "sync floor (tar c | tar x)", () => floorOnce(tree, scratch), { minRuns: ctx.runs });
-    ctx.figures["sync.floor"] = {
-      mibPerSec: stats(floor.map((s) => s.mibPerSec)),
-      ms: stats(floor.map((s) => s.ms)),
-      runs: floor.length,
-      tree: { files: tree.files, dirs: tree.dirs, bytes: tree.bytes },
+    // One floor run right before every timed sync run, so the floor meets the file system in
+    // the state the sync runs meet it (see the note above).
+    const floor = [];
+    const floorFigure = () => {
+      ctx.figures["sync.floor"] = {
+        mibPerSec: stats(floor.map((s) => s.mibPerSec)),
+        ms: stats(floor.map((s) => s.ms)),
+        runs: floor.length,
+        tree: { files: tree.files, dirs: tree.dirs, bytes: tree.bytes },
+      };
     };
     const failed = [];
     for (const key of ["createos", "kubernetes"]) {
       try {
-        await providerSync(ctx, key, tree, scratch);
+        await providerSync(ctx, key, tree, scratch, floor);
+        floorFigure();
       } catch (error) {
         // One provider's failure must not cost the other's figures; the group still fails
         // at the end (below), so the run exits non-zero.
@@ -187,6 +211,7 @@ export async function syncFigures(ctx) {
         failed.push(key);
       }
     }
+    floorFigure();
     if (failed.length) throw new Error(`sync failed for ${failed.join(", ")} (see the notes above)`);
   } finally {
     await rm(scratch, { recursive: true, force: true });

@@ -77,6 +77,7 @@ export function markdown(r, options) {
     row(`  peak worker RSS during it (MiB)`, (w) => f[`stream.${stream.key}.${w}`]?.peakRssMiB, 0, { floors: false });
     row(`  worker RSS when the run starts (MiB)`, (w) => f[`stream.${stream.key}.${w}`]?.rssBeforeMiB, 0, { floors: false });
     row(`  \`execute.log\` notifications per run`, (w) => f[`stream.${stream.key}.${w}`]?.framesPerRun, 0, { floors: false });
+    row(`  time to the first stdout chunk (ms; request sent -> first \`execute.log\`)`, (w) => f[`stream.${stream.key}.${w}`]?.firstChunkMs, 1, { floors: false });
   }
   row("CreateOS acquire (ms; pacer-bound: requests to one origin >= 300 ms apart)", (w) => (w === "createos" ? f[`acquire.${w}`]?.ms : undefined), 0, { floors: false });
   row("  API requests per acquire (emulator request log)", (w) => (w === "createos" ? f[`acquire.${w}`]?.apiRequests : undefined), 0, { floors: false });

@@ -34,15 +34,17 @@ export function rssSampler(pid) {
 
 /**
  * One streamed execute through `worker`: MiB/s as the host sees it (request sent -> reply
- * received, counting stdout bytes delivered as `execute.log`), the worker's peak RSS, and the
- * number of execute.log notifications.
+ * received, counting stdout bytes delivered as `execute.log`), the worker's peak RSS, the
+ * number of execute.log notifications, and the time to the first one.
  */
 export async function streamOnce(worker, params, expectBytes, serverPid = null) {
   const inv = nextInvocation();
   let bytes = 0;
   let frames = 0;
+  let firstChunkAt = NaN;
   worker.onNotification((message) => {
     if (message.method === "execute.log" && message.paperclipInvocationId === inv.id && message.params.stream === "stdout") {
+      if (frames === 0) firstChunkAt = now();
       bytes += message.params.chunk.length;
       frames += 1;
     }
@@ -71,6 +73,8 @@ export async function streamOnce(worker, params, expectBytes, serverPid = null) 
     rssBeforeMiB: rssBeforeKiB / 1024,
     frames,
     ms: elapsed,
+    // Request sent -> first stdout chunk received: what batching must not delay.
+    firstChunkMs: firstChunkAt - t0,
     // CPU seconds per MiB streamed: who is busy (the worker, the server, the bench host)?
     workerCpuMsPerMiB: (workerCpuS * 1000) / (bytes / MiB),
     serverCpuMsPerMiB: (serverCpuS * 1000) / (bytes / MiB),
@@ -87,6 +91,7 @@ export function summarizeStream(samples) {
     peakRssMiB: stats(samples.map((s) => s.peakRssMiB)),
     rssBeforeMiB: stats(samples.map((s) => s.rssBeforeMiB)),
     framesPerRun: stats(samples.map((s) => s.frames)),
+    firstChunkMs: stats(samples.map((s) => s.firstChunkMs)),
     runs: samples.length,
   };
 }

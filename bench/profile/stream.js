@@ -5,7 +5,8 @@
 //   node bench/profile/stream.js [frameBytes=65536] [totalBytes=67108864] [runs=5]
 //
 // Env: SOURCE=emulator streams the real command from the CreateOS emulator (<= 16 KiB frames)
-// instead of the frame server (exact frame sizes); HEAP=1 preloads bench/profile/heap-probe.js
+// instead of the frame server (exact frame sizes); SOURCE=sdk runs the SDK-only floor worker
+// (bench/floors/sdk-worker.js, synthetic chunks of the same sizes) instead; HEAP=1 preloads bench/profile/heap-probe.js
 // and prints the worker's memory after a GC at the end of each run.
 // Profile:  perf record -g -p <pid> -- sleep 8      (while it runs)
 // Each run prints one JSON line: MiB/s, frames, worker RSS before / peak, worker CPU ms per MiB.
@@ -21,6 +22,7 @@ import { BenchWorker, initializeParams, pluginEntry, procCpuSeconds, procStatus,
 const here = path.dirname(fileURLToPath(import.meta.url));
 const [frame = 65536, total = 64 * 1024 * 1024, runs = 5] = process.argv.slice(2).map(Number);
 const fromEmulator = process.env.SOURCE === "emulator";
+const floor = process.env.SOURCE === "sdk";
 const heapProbe = process.env.HEAP === "1";
 
 const createos = await pluginEntry("createos");
@@ -29,7 +31,7 @@ const frameServer = spawn(process.execPath, [path.join(here, "../lib/frame-serve
 const frameServerUrl = JSON.parse(await new Promise((resolve) => createInterface({ input: frameServer.stdout }).once("line", resolve))).url;
 
 const worker = BenchWorker.fork(
-  createos.entrypoint,
+  floor ? path.join(here, "../floors/sdk-worker.js") : createos.entrypoint,
   heapProbe ? { NODE_OPTIONS: `--expose-gc --import ${path.join(here, "heap-probe.js")}` } : {},
 );
 await worker.call("initialize", initializeParams(createos.manifest));
@@ -39,7 +41,7 @@ const base = { driverKey: "createos", companyId: "company-1", environmentId: "en
 const config = { apiUrl: emulator.url, apiKey: "profile-key", shape: "s-1vcpu-1gb" };
 let invocations = 0;
 const invocation = () => ({ id: `profile-${++invocations}`, scope: { companyId: "company-1" } });
-const lease = await worker.call("environmentAcquireLease", { ...base, config, runId: "profile" }, invocation());
+const lease = floor ? { providerLeaseId: "floor", metadata: {} } : await worker.call("environmentAcquireLease", { ...base, config, runId: "profile" }, invocation());
 // A frame-server lease is the same lease pointed at the frame server.
 const source = fromEmulator
   ? { config, lease, script: `head -c ${total} /dev/zero | tr '\\0' a | dd bs=${frame} iflag=fullblock status=none` }
@@ -81,7 +83,9 @@ for (let run = 0; run < runs; run++) {
   const rssBefore = procStatus(worker.pid).rssKiB;
   const cpu0 = procCpuSeconds(worker.pid);
   const t0 = performance.now();
-  const params = { ...base, config: source.config, lease: source.lease, command: "bash", args: ["-c", source.script], cwd: "/paperclip-workspace", timeoutMs: 300_000 };
+  const params = floor
+    ? { ...base, config, lease: {}, command: "synthetic", args: [String(total), String(frame)] }
+    : { ...base, config: source.config, lease: source.lease, command: "bash", args: ["-c", source.script], cwd: "/paperclip-workspace", timeoutMs: 300_000 };
   const result = await worker.call("environmentExecute", params, inv);
   const ms = performance.now() - t0;
   const cpu = procCpuSeconds(worker.pid) - cpu0;
@@ -102,7 +106,7 @@ for (let run = 0; run < runs; run++) {
 }
 
 worker.onNotification(null);
-await worker.call("environmentReleaseLease", { ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata }, invocation());
+if (!floor) await worker.call("environmentReleaseLease", { ...base, config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata }, invocation());
 await worker.shutdown();
 frameServer.stdin.end();
 await emulator.stop();

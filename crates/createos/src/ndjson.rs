@@ -99,10 +99,7 @@ impl<S: ChunkSource> NdjsonReader<S> {
             self.pending.drain(..self.offset);
             self.offset = 0;
             match chunk {
-                Some(bytes) => {
-                    let text = self.decoder.decode(&bytes);
-                    self.pending.push_str(&text);
-                }
+                Some(bytes) => self.decoder.decode_into(&bytes, &mut self.pending),
                 None => {
                     let text = self.decoder.finish();
                     self.pending.push_str(&text);

@@ -114,21 +114,22 @@ async fn reports_failures_as_summaries_and_still_deletes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_final_delete_is_the_probes_result() {
+async fn a_failed_final_delete_is_the_probes_result_and_names_the_sandbox() {
     let h = Harness::start().await;
     h.fault(json!({ "method": "DELETE", "path": "/v1/sandboxes/*", "action": { "kind": "status", "status": 500 } }));
     let result = h
         .provider
         .probe(&probe_params(&h, json!({})), &*h.sink)
         .await;
-    assert_eq!(
-        message(result),
-        "CreateOS request failed (HTTP 500) during sandbox lifecycle."
-    );
     h.emu.clear_faults();
     let calls = h.calls();
     let id = calls[2].path.trim_start_matches("/sandboxes/").to_owned();
     assert_eq!(calls.last().unwrap().path, format!("/sandboxes/{id}"));
+    // The original rejected with the delete's own error, which does not say what was left.
+    assert_eq!(
+        message(result),
+        createos::messages::probe_cleanup_unconfirmed(&id)
+    );
     h.destroy(&json!({ "providerLeaseId": id, "metadata": { "provider": "createos", "apiUrl": h.emu.base_url(), "companyId": COMPANY, "environmentId": ENVIRONMENT } })).await;
     h.finish().await;
 }

@@ -234,7 +234,8 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
                 h.emu.clear_faults();
                 h.emu.settings().set_transition_delay(Duration::ZERO);
                 // The documented outcome when the acquire's own cleanup fails too: the error
-                // names the sandbox (reference §acquire step 8) or, for a create whose reply was
+                // names the sandbox (the original's acquire: a failed setup whose delete fails
+                // too reports the sandbox's id) or, for a create whose reply was
                 // lost, its label; the host (here: the soak) must destroy it.
                 if destroy_named_orphan(&h, seed, &error.message).await {
                     tally.unconfirmed += 1;

@@ -1,8 +1,11 @@
 //! The realism check of the Kubernetes emulator: kube-rs 5 itself, unmodified, drives it
 //! through the generated kubeconfig over HTTPS and plain HTTP — typed and dynamic APIs,
-//! discovery, Status errors, watches (`watcher`, `await_condition`), pod logs and
+//! discovery, Status errors, watches (kube-client's own `Api::watch`: a streaming list with
+//! its initial-events bookmark, and list-then-watch waits for a condition), pod logs and
 //! `AttachParams` exec with stdin and the exit code from the status channel.
 
+use std::fmt::Debug;
+use std::pin::pin;
 use std::time::Duration;
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator, SandboxPlan};
@@ -12,19 +15,18 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{
     ApiResource, AttachParams, DeleteParams, DynamicObject, GroupVersionKind, ListParams,
-    LogParams, Patch, PatchParams, PostParams, PropagationPolicy,
+    LogParams, Patch, PatchParams, PostParams, PropagationPolicy, WatchEvent, WatchParams,
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::wait::{Condition, await_condition, conditions};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Config, Discovery};
+use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const WAIT: Duration = Duration::from_secs(20);
 
 fn install_crypto() {
-    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let _ = tokio_rustls::rustls::crypto::aws_lc_rs::default_provider().install_default();
 }
 
 async fn client(kubeconfig_yaml: &str) -> Client {
@@ -54,6 +56,64 @@ fn api_error(e: kube::Error) -> Box<kube::core::Status> {
     match e {
         kube::Error::Api(s) => s,
         other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Waits until `done` holds for the object called `name` (`None` once it is gone), the way a
+/// client without kube-runtime does it: a list (by field selector) for the current state and
+/// its resourceVersion, then a watch from that version; a watch that ends, or expires (410),
+/// is followed by a fresh list. Returns the object the condition held for.
+async fn await_condition<K>(
+    api: Api<K>,
+    name: &str,
+    done: impl Fn(Option<&K>) -> bool,
+) -> kube::Result<Option<K>>
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    let fields = format!("metadata.name={name}");
+    loop {
+        let list = api.list(&ListParams::default().fields(&fields)).await?;
+        let mut current = list.items.into_iter().next();
+        if done(current.as_ref()) {
+            return Ok(current);
+        }
+        let version = list.metadata.resource_version.unwrap_or_default();
+        let mut events = pin!(
+            api.watch(&WatchParams::default().fields(&fields), &version)
+                .await?
+        );
+        while let Some(event) = events.try_next().await? {
+            match event {
+                WatchEvent::Added(obj) | WatchEvent::Modified(obj) => current = Some(obj),
+                WatchEvent::Deleted(_) => current = None,
+                WatchEvent::Bookmark(_) => continue,
+                WatchEvent::Error(status) if status.code == 410 => break,
+                WatchEvent::Error(status) => return Err(kube::Error::Api(status)),
+            }
+            if done(current.as_ref()) {
+                return Ok(current);
+            }
+        }
+    }
+}
+
+/// The conditions the tests wait for (what kube-runtime's `conditions` module offers).
+mod conditions {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::Resource;
+
+    /// Gone, or replaced by another object of the same name.
+    pub fn is_deleted<K: Resource>(uid: &str) -> impl Fn(Option<&K>) -> bool + '_ {
+        move |obj: Option<&K>| obj.is_none_or(|o| o.meta().uid.as_deref() != Some(uid))
+    }
+
+    pub fn is_pod_running() -> impl Fn(Option<&Pod>) -> bool {
+        |obj: Option<&Pod>| {
+            obj.and_then(|p| p.status.as_ref())
+                .and_then(|s| s.phase.as_deref())
+                == Some("Running")
+        }
     }
 }
 
@@ -276,7 +336,7 @@ async fn typed_crud_status_errors_and_discovery_over_https_and_http() {
 }
 
 /// Ready when the Sandbox has a `Ready=True` condition.
-fn sandbox_ready() -> impl Condition<DynamicObject> {
+fn sandbox_ready() -> impl Fn(Option<&DynamicObject>) -> bool {
     |obj: Option<&DynamicObject>| {
         obj.and_then(|o| o.data["status"]["conditions"].as_array().cloned())
             .is_some_and(|cs| {
@@ -509,7 +569,7 @@ fn job_manifest(name: &str, script: &str) -> Job {
     .unwrap()
 }
 
-fn job_finished() -> impl Condition<Job> {
+fn job_finished() -> impl Fn(Option<&Job>) -> bool {
     |obj: Option<&Job>| {
         obj.and_then(|j| j.status.as_ref())
             .and_then(|s| s.conditions.as_ref())
@@ -640,37 +700,52 @@ async fn watcher_streams_changes_and_v4_exec_works() {
     let emu = start(opts).await;
     let client = client(emu.kubeconfig_yaml()).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let mut stream = watcher(
-        pods.clone(),
-        watcher::Config::default()
-            .labels("app=demo")
-            .streaming_lists(),
-    )
-    .applied_objects()
-    .boxed();
+    // A streaming list (`sendInitialEvents`): no pod matches yet, so the first event is the
+    // bookmark that ends the (empty) initial list.
+    let mut stream = pin!(
+        pods.watch(&WatchParams::streaming_lists().labels("app=demo"), "")
+            .await
+            .expect("watch starts")
+    );
+    match tokio::time::timeout(WAIT, stream.try_next()).await {
+        Ok(Ok(Some(WatchEvent::Bookmark(b)))) => assert_eq!(
+            b.metadata
+                .annotations
+                .get("k8s.io/initial-events-end")
+                .map(String::as_str),
+            Some("true")
+        ),
+        other => panic!("expected the initial-events bookmark, got {other:?}"),
+    }
+    // Only applied objects from here (periodic bookmarks are skipped).
+    let applied = stream.filter_map(|event| async move {
+        match event.expect("watch event") {
+            WatchEvent::Added(pod) | WatchEvent::Modified(pod) => Some(pod),
+            WatchEvent::Bookmark(_) => None,
+            other => panic!("unexpected watch event {other:?}"),
+        }
+    });
+    let mut applied = pin!(applied);
     pods.create(
         &PostParams::default(),
         &pod_manifest("w1", &["sleep", "60"]),
     )
     .await
     .unwrap();
-    let first = tokio::time::timeout(WAIT, stream.try_next())
+    let first = tokio::time::timeout(WAIT, applied.next())
         .await
         .unwrap()
-        .unwrap()
-        .unwrap();
+        .expect("an event for the new pod");
     assert_eq!(first.metadata.name.as_deref(), Some("w1"));
     // Status changes arrive as further events until the pod runs. The pod may already be
-    // running when the watch's initial event is built (a slow or busy machine), so the first
-    // event counts too.
+    // running in its first event (a slow or busy machine), so the first event counts too.
     let running = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
     let mut latest = first;
     while !running(&latest) {
-        latest = tokio::time::timeout(WAIT, stream.try_next())
+        latest = tokio::time::timeout(WAIT, applied.next())
             .await
             .unwrap()
-            .unwrap()
-            .unwrap();
+            .expect("a further event");
     }
     let p = pods
         .exec(

@@ -1403,7 +1403,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ],
         fix: "Read tar's message after the command line; fix the host path or install tar.",
         origin: Origin::Addition(
-            "The original runs the host's tar through Node's execFile; its error text reaches the host unchanged (kubernetes-errors.md §F).",
+            "The original runs the host's tar through Node's execFile; its error text reaches the host unchanged, as every error owned by a dependency does.",
         ),
         ..K8S
     },
@@ -1415,7 +1415,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
         causes: &["A directory mapped with `kind: \"file\"`."],
         fix: "Map directories with `kind: \"directory\"`.",
         origin: Origin::Addition(
-            "Node's fs error for copying a directory as a file in the original's sync-in (kubernetes-errors.md §F).",
+            "Node's fs error for copying a directory as a file in the original's sync-in, which reaches the host unchanged, as every error owned by a dependency does.",
         ),
         ..K8S
     },
@@ -1509,7 +1509,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
 ];
 
 const SUMMARY: &str = "A success text of the original (a summary or health message); the contract list holds only failures.";
-const CLIENT: &str = "A message of the original's Kubernetes client library (`@kubernetes/client-node` 1.x) that the original passes through (kubernetes-errors.md §F); reproduced for the same cases.";
+const CLIENT: &str = "A message of the original's Kubernetes client library (`@kubernetes/client-node` 1.x) that the original passes through unchanged, as every error owned by a dependency; reproduced for the same cases.";
 const BEYOND_ORIGINAL: &str = "Added by this implementation: where the original left a cloud resource behind without saying so, hung, or let a library's internal text reach the user, this message says what happened and what to do.";
 const HOST_BOUND: &str = "Added by this implementation: the original let the pod's archive write through links already in the target and read headers of any size into memory; this refuses them, before anything lands.";
 const LINK_LOOP: &str = "Added by this implementation: the original followed link loops until the host ran out of memory or the path hit ELOOP; this fails at the first repeated directory, in bounded memory.";

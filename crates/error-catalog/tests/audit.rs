@@ -30,6 +30,16 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the ${name} of the escaping-member line when the extraction task dies",
     ),
     (
+        "kubernetes/src/sync/stream.rs",
+        "archive check did not finish",
+        "the ${name} of the escaping-member line when the receiving (checking) thread dies",
+    ),
+    (
+        "kubernetes/src/sync/stream.rs",
+        "Total bytes written: ",
+        "the line of GNU tar's `--totals` output the sizing pass parses",
+    ),
+    (
         "kubernetes/src/sync/tar_list.rs",
         "an entry the archive check refused",
         "the ${name} of the escaping-member line",
@@ -264,7 +274,7 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
     (
         "kubernetes/src/config/zod/issue.rs",
         "",
-        "zod 3's default message table; the config schema can reach only the catalogued ones (kubernetes-errors.md §D)",
+        "zod 3's default message table; the config schema can reach only the catalogued ones (the original's config validation messages)",
     ),
     (
         "sandbox-core/src/archive/node_fs_errors.rs",

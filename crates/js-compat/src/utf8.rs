@@ -36,29 +36,37 @@ impl Utf8Decoder {
 
     /// Decodes the next chunk (`decoder.decode(bytes, {stream: true})`).
     pub fn decode(&mut self, bytes: &[u8]) -> String {
-        self.run(bytes, false)
+        let mut out = String::new();
+        self.run(bytes, false, &mut out);
+        out
+    }
+
+    /// [`Utf8Decoder::decode`], appending to `out` instead of a new string (no second copy
+    /// for a reader that accumulates text).
+    pub fn decode_into(&mut self, bytes: &[u8], out: &mut String) {
+        self.run(bytes, false, out);
     }
 
     /// Flushes the end of the input (`decoder.decode()` / `decoder.end()`). The decoder may be
     /// used again afterwards, as a new one that keeps any BOM.
     pub fn finish(&mut self) -> String {
-        let text = self.run(&[], true);
+        let mut text = String::new();
+        self.run(&[], true, &mut text);
         self.decoder = UTF_8.new_decoder_without_bom_handling();
         text
     }
 
-    fn run(&mut self, mut bytes: &[u8], last: bool) -> String {
-        let mut out = String::new();
+    fn run(&mut self, mut bytes: &[u8], last: bool, out: &mut String) {
         loop {
             let needed = self
                 .decoder
                 .max_utf8_buffer_length(bytes.len())
                 .unwrap_or(bytes.len().saturating_mul(3).saturating_add(16));
             out.reserve(needed);
-            let (result, read, _) = self.decoder.decode_to_string(bytes, &mut out, last);
+            let (result, read, _) = self.decoder.decode_to_string(bytes, out, last);
             bytes = &bytes[read..];
             match result {
-                CoderResult::InputEmpty => return out,
+                CoderResult::InputEmpty => return,
                 CoderResult::OutputFull => continue,
             }
         }

@@ -4,7 +4,7 @@
 //! # Which upstream behaviour
 //!
 //! paperclipai/paperclip `packages/plugins/sandbox-providers/kubernetes` at **1bbb5810** (the
-//! G-login generation of the upstream behaviour reference's §0 table), plus exactly these later
+//! G-login generation, with the login PTY), plus exactly these later
 //! generations:
 //!
 //! - **G-remoteCwd** (types / plugin-acquire-lease.test @ 0294878): acquire records

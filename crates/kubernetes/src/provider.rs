@@ -1,5 +1,5 @@
 //! [`KubernetesProvider`]: the per-worker provider object, its constructors and the in-worker
-//! state the hooks share (§11.0): the cluster connector, the clock the readiness and completion
+//! state the hooks share: the cluster connector, the clock the readiness and completion
 //! polls run on, the leases seen Ready, the fast-upload interceptors, the login-PTY sessions and
 //! the Sandbox API versions discovered.
 //!
@@ -16,14 +16,14 @@ use crate::lease::state::{ReadySet, UploadInterceptors};
 use crate::login::{KubeLoginConnector, LoginPtyManager};
 
 /// One provider instance per worker process: the cluster connector, the clock the readiness
-/// and completion polls run on, and the in-worker state of §11.0.
+/// and completion polls run on, and the in-worker state the original keeps in module scope.
 pub struct KubernetesProvider {
     connector: Arc<dyn ClusterConnector>,
     clock: Arc<dyn Clock>,
     ready: ReadySet,
     uploads: UploadInterceptors,
     login: LoginPtyManager,
-    /// The Sandbox API version discovered per API server (§10.3), for this worker's life.
+    /// The Sandbox API version discovered per API server (G-apiversion), for this worker's life.
     api_versions: SandboxApiVersionCache,
 }
 

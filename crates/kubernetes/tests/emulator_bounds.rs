@@ -24,7 +24,7 @@ use kubernetes::exec::RESULT_TAIL_BYTES;
 use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
 
-/// The host drops a reply line over this many characters (host contract §2.6).
+/// The host drops a reply line over this many characters (its JSON-RPC line limit).
 const HOST_LINE_LIMIT: usize = 128 * 1024 * 1024;
 
 struct Bed {
@@ -353,7 +353,7 @@ async fn a_resume_against_a_hung_api_server_answers_on_its_bound() {
     let result = KubernetesProvider::new()
         .resume_lease(&lease_params(&bed), &NullSink)
         .await
-        .expect("resume reports a wait failure as a reason (kubernetes.md §12.1)");
+        .expect("resume reports a wait failure as a reason (the original's checkLeaseResumable)");
     within(started, bound);
     assert_eq!(result["providerLeaseId"], Value::Null, "{result}");
     assert_eq!(result["metadata"]["reason"], api_timeout_message(bound));

@@ -3,7 +3,7 @@
 //!
 //! Properties: no panic; no hang (every async call is bounded by a timeout); every `Err` carries
 //! a catalogued message (`error_catalog::explain`, which also reads a ZodError's issue list) or
-//! a documented pass-through (reference `kubernetes-errors.md` §F); the canary kubeconfig token
+//! a documented pass-through (a message owned by a dependency); the canary kubeconfig token
 //! never appears in an error or a result.
 //!
 //! No network: hook configs use a kubeconfig whose server is a closed loopback port (connection
@@ -208,7 +208,7 @@ fn params() -> impl Strategy<Value = Value> {
         })
 }
 
-/// Messages owned by a dependency (reference `kubernetes-errors.md` §F), each with its reason.
+/// Messages owned by a dependency, passed through unchanged, each with its reason.
 fn pass_through(error: &ProviderError) -> Option<&'static str> {
     if error.code.is_some_and(|c| (100..600).contains(&c)) {
         return Some("Kubernetes API Status message with its HTTP code");

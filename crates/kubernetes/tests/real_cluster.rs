@@ -7,7 +7,7 @@
 //! ```
 //!
 //! The cluster needs the kubernetes-sigs/agent-sandbox controller (`agents.x-k8s.io/v1alpha1`)
-//! and the credential the permissions of spec §19. `PAPERCLIP_K8S_TEST_IMAGE` (optional) replaces
+//! and the credential the permissions for every API call the provider makes. `PAPERCLIP_K8S_TEST_IMAGE` (optional) replaces
 //! the adapter image: it must have `/usr/bin/tini` and `/bin/sh`. Without the kubeconfig variable
 //! the test is skipped.
 

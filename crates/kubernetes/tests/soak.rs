@@ -31,8 +31,8 @@ const LONG_LIFECYCLES: usize = 1000;
 const CANARY: &str = "canary-kube-token-7f3e2a91c4";
 const NS: &str = "paperclip-acme";
 
-/// Failures whose message belongs to a dependency rather than to the catalogue (reference
-/// `kubernetes-errors.md` §F), each allowed with its reason. `None`: not a pass-through.
+/// Failures whose message belongs to a dependency rather than to the catalogue (passed
+/// through unchanged), each allowed with its reason. `None`: not a pass-through.
 fn pass_through(error: &ProviderError) -> Option<&'static str> {
     if error.code.is_some_and(|c| (100..600).contains(&c)) {
         // client-node's ApiException: the API Status message, with `code` = HTTP status.

@@ -19,6 +19,7 @@ pub mod fuzz;
 pub mod golden;
 pub mod hook;
 pub mod host;
+pub mod output_batch;
 #[cfg(feature = "testing")]
 pub mod soak;
 pub mod sparse;
@@ -26,3 +27,4 @@ pub mod sparse;
 pub use error::{ErrorClass, ProviderError, ProviderResult};
 pub use hook::{Hook, HookFuture, HookResult, Provider};
 pub use host::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
+pub use output_batch::{OutputBatch, OutputQueue};

@@ -95,11 +95,14 @@ impl Clients {
     }
 }
 
-/// Installs ring as the process's rustls crypto provider, once. kube-rs uses ring as well; two
-/// providers in one process make rustls panic, so nobody may install another.
+/// Makes aws-lc-rs the process's default rustls crypto provider, once, before the first client
+/// is built (reqwest is built without a provider of its own and uses the default). The
+/// Kubernetes provider installs the same one before its first kube client, whichever of the two
+/// comes first wins, and the other's attempt is a no-op: the default can be set only once per
+/// process, and aws-lc-rs is the only provider compiled in.
 pub fn install_crypto_provider() {
-    // An error means a provider is installed already, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    // An error means a default is installed already: the same provider, the only one built in.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }
 
 fn build_http_client() -> reqwest::Result<reqwest::Client> {

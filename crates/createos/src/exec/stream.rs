@@ -133,16 +133,23 @@ async fn read_frames(
         .request(Method::POST, path, Body::Json(body), Some(signal))
         .await?;
     let mut frames = NdjsonReader::from_response(response)?;
-    while let Some(frame) = frames.next().await? {
+    while let Some(mut frame) = frames.next().await? {
         if frame.get("hb") == Some(&Value::Bool(true)) {
             continue;
         }
-        if let Some(Value::String(text)) = frame.get("stdout") {
-            output.append(OutputStream::Stdout, text).await;
-            continue;
-        }
-        if let Some(Value::String(text)) = frame.get("stderr") {
-            output.append(OutputStream::Stderr, text).await;
+        // A `stdout` string, else a `stderr` string: its text is moved out of the frame and
+        // handed on, not copied.
+        let text = [
+            ("stdout", OutputStream::Stdout),
+            ("stderr", OutputStream::Stderr),
+        ]
+        .into_iter()
+        .find_map(|(key, stream)| match frame.get_mut(key) {
+            Some(Value::String(text)) => Some((stream, std::mem::take(text))),
+            _ => None,
+        });
+        if let Some((stream, text)) = text {
+            output.append(stream, text).await;
             continue;
         }
         if let Some(Value::String(_)) = frame.get("error") {

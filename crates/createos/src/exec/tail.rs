@@ -118,21 +118,21 @@ impl<'a> Output<'a> {
         }
     }
 
-    /// Logs the chunk (awaiting the host, so a fast command is paced by a slow consumer), then
-    /// keeps its tail.
-    pub async fn append(&mut self, stream: OutputStream, text: &str) {
+    /// Keeps the chunk's tail, then logs the chunk itself (awaiting the host, so a fast command
+    /// is paced by a slow consumer). The chunk is moved to the log, not copied.
+    pub async fn append(&mut self, stream: OutputStream, text: String) {
         if text.is_empty() {
             return;
-        }
-        if let Some(log) = self.log {
-            log.execution_log(stream, text.to_owned()).await;
         }
         let tail = match stream {
             OutputStream::Stdout => &mut self.stdout,
             OutputStream::Stderr => &mut self.stderr,
         };
-        if tail.push(text) {
+        if tail.push(&text) {
             self.truncated = true;
+        }
+        if let Some(log) = self.log {
+            log.execution_log(stream, text).await;
         }
     }
 

@@ -19,8 +19,9 @@ pub const SHAPES: &[&str] = &[
     "s-8vcpu-16gb",
 ];
 
-/// How to start a [`super::CreateOsEmulator`]. Limits mirror the service's (§5 of the spec):
-/// a client that behaves within them against the emulator behaves within them in production.
+/// How to start a [`super::CreateOsEmulator`]. Limits mirror the service's (request bodies,
+/// output frames, replay journals): a client that behaves within them against the emulator
+/// behaves within them in production.
 #[derive(Debug, Clone)]
 pub struct EmulatorOptions {
     /// Accepted `X-Api-Key`; a random one when `None`.

@@ -1,5 +1,5 @@
-//! TLS material and kubeconfigs: a throwaway CA (rcgen, ring) that signs a server certificate
-//! for `127.0.0.1` and `localhost`, a rustls acceptor (ring provider, HTTP/1.1 only), and
+//! TLS material and kubeconfigs: a throwaway CA (rcgen, aws-lc-rs) that signs a server certificate
+//! for `127.0.0.1` and `localhost`, a rustls acceptor (aws-lc-rs provider, HTTP/1.1 only), and
 //! kubeconfig YAML carrying the server URL, the CA and the bearer token.
 
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub fn generate() -> Result<TlsMaterial, String> {
     ];
     let server_cert = params.signed_by(&server_key, &issuer).map_err(err)?;
 
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
     let chain: Vec<CertificateDer<'static>> =
         vec![server_cert.der().clone(), ca_cert.der().clone()];

@@ -375,7 +375,7 @@ async fn connect_sends_heartbeats_while_the_process_is_quiet() {
     assert!(heartbeats >= 2, "only {heartbeats} heartbeats");
 }
 
-/// The provider's managed `execute` (§6.3): staged stdin file, start gate, connect before
+/// The provider's managed-process `execute` (the original's exported helper): staged stdin file, start gate, connect before
 /// stdin close, gate release, then `/bin/rm` of both files.
 #[tokio::test]
 async fn provider_managed_execute_sequence_works_end_to_end() {

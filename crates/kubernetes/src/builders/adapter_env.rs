@@ -1,4 +1,4 @@
-//! The env a run's Secret carries for its adapter (spec §5.3, `buildAdapterEnv` of
+//! The env a run's Secret carries for its adapter (`buildAdapterEnv` of
 //! `adapter-defaults.ts` @ 1516b74).
 
 use super::string_map::assign;

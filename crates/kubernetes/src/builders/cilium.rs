@@ -1,4 +1,4 @@
-//! CiliumNetworkPolicy (spec §7.2, `cilium-network-policy.ts` @ 1bbb581): egress by FQDN, which
+//! CiliumNetworkPolicy (`cilium-network-policy.ts` @ 1bbb581): egress by FQDN, which
 //! standard NetworkPolicy cannot express.
 
 use serde::Deserialize;

@@ -1,4 +1,4 @@
-//! Which image a run uses and how it is pulled (spec §5.4, `image-allowlist.ts` @ 297658a).
+//! Which image a run uses and how it is pulled (`image-allowlist.ts` @ 297658a).
 
 use sandbox_core::{ProviderError, ProviderResult};
 

@@ -1,4 +1,4 @@
-//! The batch/v1 Job backend's workload (spec §8.2; `pod-spec-builder.ts` as the G-login set's
+//! The batch/v1 Job backend's workload (`pod-spec-builder.ts` as the G-login set's
 //! tests expect it, carried in zhangteng-ruijie/paperclip @ ac6c928): a one-shot run of the
 //! agent shim.
 

@@ -1,4 +1,4 @@
-//! The labels every object of a run carries (spec §4.3) and the fixed label keys and values the
+//! The labels every object of a run carries and the fixed label keys and values the
 //! policies select on.
 
 use serde::Deserialize;

@@ -1,4 +1,4 @@
-//! Per-run object names (spec §4.2): the run name, its Secret, and its scoped egress policies.
+//! Per-run object names: the run name, its Secret, and its scoped egress policies.
 //!
 //! The tenant namespace is derived in [`crate::lease::namespace`].
 

@@ -1,4 +1,4 @@
-//! Standard Kubernetes NetworkPolicies (spec §7.1, the V-B variant of `network-policy.ts` @
+//! Standard Kubernetes NetworkPolicies (the V-B variant of `network-policy.ts` @
 //! a8f79c9): a namespace-wide deny-all and an egress allow-list.
 
 use serde::Deserialize;

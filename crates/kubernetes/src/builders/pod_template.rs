@@ -1,4 +1,4 @@
-//! The agent pod both workload kinds run (spec §8): one hardened `agent` container with writable
+//! The agent pod both workload kinds run: one hardened `agent` container with writable
 //! emptyDirs for the paths an agent writes to. The Sandbox CR and the Job differ only in the
 //! fields [`AgentPodSpec`] carries.
 

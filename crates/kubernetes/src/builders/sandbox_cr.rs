@@ -1,4 +1,4 @@
-//! The agent-sandbox `Sandbox` custom resource (spec §8.1, `sandbox-cr-builder.ts` @ 1bbb581): a
+//! The agent-sandbox `Sandbox` custom resource (`sandbox-cr-builder.ts` @ 1bbb581): a
 //! long-lived pod that paperclip-server execs into.
 //!
 //! One code path serves both API versions of the `agents.x-k8s.io` group: the spec sets only
@@ -69,7 +69,7 @@ impl fmt::Display for SandboxApiVersion {
     }
 }
 
-/// A bounded lease's stop (spec §13). Both are JS numbers.
+/// A bounded lease's stop (see [`crate::lease::expiry`]). Both are JS numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HardStop {

@@ -1,4 +1,5 @@
-//! Egress policies scoped to one run's pod (spec §7.3–§7.4, `scoped-network-egress.ts` @
+//! Egress policies scoped to one run's pod (the per-lease adapter policy and the task grant;
+//! `scoped-network-egress.ts` @
 //! 1bbb581): the task grant a caller asks for, the hint added to network errors, and the policy
 //! object itself. Creating it in the cluster is the orchestrator's job.
 

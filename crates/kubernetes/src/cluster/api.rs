@@ -118,7 +118,7 @@ pub trait ClusterApi: Send + Sync {
     fn call(&self, method: ApiMethod, request: Value) -> BoxFuture<'_, ApiResult>;
 
     /// `apiServerUrl(kc)`: the API server's URL, or `in-cluster` when the credentials name none.
-    /// The key of the Sandbox API version cache (§10.3).
+    /// The key of the Sandbox API version cache ([`crate::cluster::sandbox_api_version`]).
     fn server_url(&self) -> &str {
         "in-cluster"
     }

@@ -4,8 +4,8 @@
 //!
 //! The bound is the call's `timeoutMs` (the `config.timeoutMs` the host passes, or a
 //! `timeoutMs` param) kept within a floor and a cap per hook ([`HookBound`]), so that it is
-//! neither shorter than the hook's own waits nor longer than the host waits for the reply (host
-//! contract §2.6: acquire and resume `max(config.timeoutMs, config.bridgeRequestTimeoutMs)` +
+//! neither shorter than the hook's own waits nor longer than the host waits for the reply (the
+//! host's RPC timeouts: acquire and resume `max(config.timeoutMs, config.bridgeRequestTimeoutMs)` +
 //! 30 s, probe 120 s, release and destroy the default 30 s). The original applies no timeout of
 //! its own to these calls (its client's requests have none).
 //!

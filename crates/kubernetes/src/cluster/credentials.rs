@@ -1,4 +1,5 @@
-//! `createKubeConfig` (spec §3.4) and the per-credential client cache.
+//! `createKubeConfig`, the cluster credentials (the pod's service account when `inCluster`, else
+//! the inline kubeconfig's current context), and the per-credential client cache.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -200,10 +201,20 @@ impl ClientCache {
     }
 }
 
+/// Makes aws-lc-rs the process's default rustls crypto provider, once, before the first kube
+/// client is built (kube's TLS config takes the process default). The CreateOS provider installs
+/// the same one before its first HTTP client; whichever comes first wins, and the other's attempt
+/// is a no-op: the default can be set only once per process, and aws-lc-rs is the only provider
+/// compiled in.
+fn install_crypto_provider() {
+    // An error means a default is installed already: the same provider, the only one built in.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
 /// Builds a client: in-cluster service-account config, or the inline kubeconfig's current
 /// context. Errors carry no HTTP status and are scrubbed of the kubeconfig's secrets.
 pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle, ApiError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_crypto_provider();
     let redactor = source.redactor();
     let scrub =
         |err: &dyn std::fmt::Display| ApiError::transport(redactor.redact(&err.to_string()));

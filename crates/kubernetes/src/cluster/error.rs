@@ -13,7 +13,7 @@ pub const NOT_FOUND: u16 = 404;
 pub const CONFLICT: u16 = 409;
 
 /// What the original's `@kubernetes/client-node` raised: an `ApiException` whose `code` is the
-/// HTTP status and whose `message` the hooks pass through unchanged (kubernetes-errors.md §F).
+/// HTTP status and whose `message` the hooks pass through unchanged (an error owned by a dependency).
 ///
 /// The orchestration code only ever inspects [`ApiError::code`], and only for 404 and 409, in
 /// the places the original does. A kube-rs implementation fills `code` from
@@ -95,7 +95,7 @@ pub const SANDBOX_CREATED_WITHOUT_UID: &str = "Sandbox CR created without a UID"
 /// and only [`ClusterError::Api`] carries an HTTP status.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ClusterError {
-    /// An API call failed; passed through unchanged (kubernetes-errors.md §F).
+    /// An API call failed; passed through unchanged (an error owned by a dependency).
     #[error("{0}")]
     Api(#[from] ApiError),
     /// `SandboxCrTimeoutError` (A16).

@@ -1,4 +1,4 @@
-//! The batch/v1 Job backend, §10.2: claim, status, pod lookup, release and the completion wait.
+//! The batch/v1 Job backend: claim, status, pod lookup, release and the completion wait.
 
 use serde_json::{Value, json};
 

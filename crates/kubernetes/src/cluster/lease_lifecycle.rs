@@ -1,4 +1,5 @@
-//! Resume and destroy of an existing lease, §12.
+//! Resume and destroy of an existing lease: whether it can be resumed, and the deletion of its
+//! workload and per-run Secret.
 //!
 //! Kubernetes pods cannot be restarted in place, so a lease is resumable only while its
 //! workload exists and its pod runs; otherwise the host falls back to a fresh acquire. Destroy

@@ -5,7 +5,7 @@
 //!   [`ClusterError`] is how a step fails); and a [`Connection`] (`connector`): the API and pod
 //!   exec of one cluster, as one hook call uses them.
 //! - The real cluster: [`KubeCluster`] (`client`), every API call as a kube-rs request;
-//!   `credentials`, the client built from the provider config (spec §3.4) and cached per
+//!   `credentials`, the client built from the provider config's credentials and cached per
 //!   credential, whose secrets never leave it (the kubeconfig text is only hashed and parsed, and
 //!   every client-side error message is scrubbed of it); [`api_bound`], the per-hook deadline every
 //!   request runs under.

@@ -1,4 +1,4 @@
-//! Which version of the agent-sandbox `Sandbox` API a cluster is addressed with (§10.3), and
+//! Which version of the agent-sandbox `Sandbox` API a cluster is addressed with (G-apiversion), and
 //! its discovery through `GET /apis`.
 //!
 //! G-apiversion: sandbox-cr acquires discover the version before provisioning anything, and

@@ -1,4 +1,4 @@
-//! The Sandbox CR backend (agent-sandbox `agents.x-k8s.io`, plural `sandboxes`), §10.1: claim,
+//! The Sandbox CR backend (agent-sandbox `agents.x-k8s.io`, plural `sandboxes`): claim,
 //! status, pod lookup, logs, release, and the wait for a Ready pod.
 //!
 //! Behaviour of the target's `sandbox-cr-orchestrator.ts`: the status uses the *phase* mapping,

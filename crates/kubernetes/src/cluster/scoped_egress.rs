@@ -1,4 +1,4 @@
-//! Creating a run's scoped egress policies, §7.3–§7.4: the per-lease adapter policy and the
+//! Creating a run's scoped egress policies: the per-lease adapter policy and the
 //! task grant policy. The objects come from [`build_scoped_network_egress_policy`].
 
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! The per-run Secret, §9: the bootstrap token and the adapter environment the workload's
+//! The per-run Secret: the bootstrap token and the adapter environment the workload's
 //! container reads through `envFrom`.
 
 use js_compat::json;

@@ -1,4 +1,4 @@
-//! Tenant provisioning, §6: the namespace and everything in it that every lease of a company
+//! Tenant provisioning (`ensureTenant`): the namespace and everything in it that every lease of a company
 //! shares, created on the first acquire.
 //!
 //! Each object is "first write wins": read it; if it exists, leave it as it is (no comparison,

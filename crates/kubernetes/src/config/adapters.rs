@@ -1,6 +1,6 @@
 //! Adapter runtime defaults: the built-in table and the optional `config.adapters` registry.
 //!
-//! The registry replaces the built-in table when it has any entry; see spec §5.1–§5.2.
+//! The registry replaces the built-in table when it has any entry.
 
 use js_compat::string;
 use sandbox_core::{ProviderError, ProviderResult};

@@ -1,4 +1,4 @@
-//! Shell wrapping for exec'd commands (spec §14.3; `pod-exec.ts` with the G-exec2 `cwd`
+//! Shell wrapping for exec'd commands (`wrapCommandWithEnv` of `pod-exec.ts` with the G-exec2 `cwd`
 //! argument).
 //!
 //! The Kubernetes exec API takes an argv and nothing else: no env, no working directory. Both are

@@ -1,4 +1,5 @@
-//! What an exit code usually means on Kubernetes (G-exec2, spec §11.11 step 12).
+//! What an exit code usually means on Kubernetes (G-exec2: the note execute adds to
+//! stderr).
 //!
 //! The exec API reports an exit code and no signal, so 137 and 143 (128 + SIGKILL / SIGTERM, the
 //! codes a shell gives a killed child) cannot be told apart from a command that returns them by

@@ -1,4 +1,4 @@
-//! `execInPod` and `execInPodStreaming` (spec §14) over kube-rs's websocket exec.
+//! `execInPod` and `execInPodStreaming` (the original's `pod-exec.ts`) over kube-rs's websocket exec.
 //!
 //! stdin is never closed: every command that reads stdin is wrapped in `head -c <bytes>`, so it
 //! ends on its own, and the stdin writer is kept open until the command's status frame arrives
@@ -113,7 +113,7 @@ pub type OutputTapReceiver = mpsc::Receiver<(OutputStream, String)>;
 pub const OUTPUT_TAP_CAPACITY: usize = 8;
 
 /// The most bytes of each output stream an execute result keeps: the tail, as CreateOS keeps
-/// it. The host drops a reply line over 128 Mi characters (host contract §2.6), and JSON can
+/// it. The host drops a reply line over 128 Mi characters (its JSON-RPC line limit), and JSON can
 /// write one byte of output as six characters (`\u0001`), so two streams of 8 MiB stay under
 /// it whatever they hold. The live output still carries every byte; a cut result says
 /// `metadata.outputTruncated: true`.

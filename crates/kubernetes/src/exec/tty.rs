@@ -1,4 +1,4 @@
-//! An interactive tty exec in the agent container (`login-pty-exec.ts`, spec §18.2) over
+//! An interactive tty exec in the agent container (`login-pty-exec.ts`, the login PTY's connector) over
 //! kube-rs's websocket exec: stdin and stdout only (a tty merges stderr into stdout), stdin is
 //! never closed, and the terminal can be resized (channel 4; the original never sends it).
 

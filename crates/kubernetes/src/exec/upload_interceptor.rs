@@ -1,4 +1,4 @@
-//! The fast-upload interceptor (spec §15, `upload-interceptor.ts` @ 58d1b192).
+//! The fast-upload interceptor (`upload-interceptor.ts` @ 58d1b192).
 //!
 //! `@paperclipai/adapter-utils` writes a file through many `sh -c` execs: create a temp file,
 //! append base64 chunks with `printf`, decode into the target. Each exec is a websocket round

@@ -1,4 +1,4 @@
-//! `onEnvironmentExecute` (spec §11.11): a command in the lease's Sandbox pod, its output
+//! `onEnvironmentExecute`: a command in the lease's Sandbox pod, its output
 //! streamed to the host as it arrives, or on the job backend the Job's whole log once it is done.
 //!
 //! The sandbox-cr path waits for the Sandbox to be Ready once per lease and worker, answers the

@@ -1,4 +1,4 @@
-//! The lease hooks of [`KubernetesProvider`] (spec §11.5–§11.10): probe, acquire, resume,
+//! The lease hooks of [`KubernetesProvider`]: probe, acquire, resume,
 //! release, destroy, realize workspace and shutdown, plus what they share with the other hook
 //! families (the lease metadata as every hook reads it, the connection and the Sandbox API
 //! version of a lease's cluster).
@@ -83,7 +83,7 @@ pub fn generate_bootstrap_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The lease fields every hook reads the same way (§3.3).
+/// The lease fields every hook reads the same way (the same fallbacks in every hook).
 pub(crate) struct LeaseView<'a> {
     pub(crate) metadata: Option<&'a Map<String, Value>>,
 }
@@ -148,7 +148,7 @@ impl<'a> LeaseView<'a> {
     }
 }
 
-/// Deletes what a failed acquire created (§11.6 step 12): the workload, and the per-run Secret
+/// Deletes what a failed acquire created (the G-sync/egress acquire cleanup): the workload, and the per-run Secret
 /// by name (it may exist without its owner having been recorded anywhere); the scoped egress
 /// policies go with the workload through their ownerReferences. Returns the error the hook
 /// rejects with: the original one, or [`ACQUIRE_CLEANUP_INCOMPLETE`] if cleaning up failed.

@@ -1,4 +1,4 @@
-//! `onLoginPtyOpen` / `onLoginPtyInput` / `onLoginPtyStop` / `onLoginPtyClose` (spec §11.13):
+//! `onLoginPtyOpen` / `onLoginPtyInput` / `onLoginPtyStop` / `onLoginPtyClose`:
 //! thin forwards to the worker's login-PTY manager ([`crate::login`]), which owns the sessions.
 
 use std::sync::Arc;

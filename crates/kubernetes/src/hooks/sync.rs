@@ -1,4 +1,4 @@
-//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut` (spec §11.12): find the lease's Sandbox pod
+//! `onEnvironmentSyncIn` / `onEnvironmentSyncOut`: find the lease's Sandbox pod
 //! (waiting for it to be Ready once per lease and worker), then hand the operations to the sync
 //! engine ([`crate::sync`]). Only the sandbox-cr backend syncs.
 

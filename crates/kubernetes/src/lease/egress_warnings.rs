@@ -1,4 +1,5 @@
-//! Warnings for `egressMode: standard`, which cannot enforce FQDN rules (spec §7.5).
+//! Warnings for `egressMode: standard`, which cannot enforce FQDN rules
+//! (validateConfig and acquire report them).
 //!
 //! The destination list is the adapter's FQDNs followed by the config's `egressAllowFqdns`.
 //! validateConfig returns its warning (using the config's adapter type); acquire prints its own

@@ -1,4 +1,4 @@
-//! A requested lease deadline, bounded by the provider (spec §13, `lease-expiry.ts` @ a8f79c9).
+//! A requested lease deadline, bounded by the provider (`lease-expiry.ts` @ a8f79c9).
 //!
 //! A caller such as the setup-token login asks for a lease that ends by `requestedExpiresAt`.
 //! The provider attests an `expiresAt` no later than that, stops the pod there, and fails closed

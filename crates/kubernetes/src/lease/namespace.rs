@@ -1,4 +1,4 @@
-//! The tenant namespace of a company (spec §4.1).
+//! The tenant namespace of a company (`deriveTenantNamespace`).
 
 use sha2::{Digest, Sha256};
 

@@ -1,5 +1,5 @@
-//! The part of `onEnvironmentAcquireLease` that runs before any cluster access (spec §11.6
-//! steps 1–5): everything that can refuse a lease without side effects is decided here, so a
+//! The part of `onEnvironmentAcquireLease` that runs before any cluster access (its first
+//! five steps): everything that can refuse a lease without side effects is decided here, so a
 //! refused lease never leaves a half-provisioned tenant behind.
 
 use serde_json::Value;

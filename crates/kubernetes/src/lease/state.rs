@@ -1,4 +1,4 @@
-//! The in-worker lease state the original keeps in module scope (§11.0): the leases whose
+//! The in-worker lease state the original keeps in module scope: the leases whose
 //! Sandbox this worker has seen Ready (execute and sync skip the readiness wait for them), and
 //! the fast-upload interceptor of each lease. Release, destroy and shutdown forget them.
 

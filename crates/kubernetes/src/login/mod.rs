@@ -1,4 +1,4 @@
-//! Login terminals (G-login, spec §11.13 and §18): the per-worker manager of login-PTY
+//! Login terminals (G-login): the per-worker manager of login-PTY
 //! sessions and the connector that opens them as tty execs in the lease's Sandbox pod. The
 //! `onLoginPty*` hooks that drive them are in [`crate::hooks::login`].
 

@@ -2,18 +2,16 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use sandbox_core::archive::node_fs_message;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Value, json};
-use tokio::io::AsyncWrite;
 
 use super::paths::assert_confined_sandbox_path;
 use super::script::{self, InboundFile};
-use super::tar_list::{assert_archive_confined, escaping_member_message, extract_confined};
+use super::stream::{self, Sent, sh_argv};
+use super::tar_list::{escaping_member_message, extract_confined};
 use crate::cluster::ClusterError;
 use crate::cluster::PodExec;
 use crate::exec::{ExecError, StreamingIo, StreamingOutput};
@@ -35,7 +33,7 @@ pub struct SyncTarget {
 }
 
 impl SyncTarget {
-    async fn run(
+    pub(super) async fn run(
         &self,
         argv: &[String],
         io: StreamingIo<'_>,
@@ -195,27 +193,27 @@ async fn host_tar(args: Vec<String>) -> ProviderResult<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// `createHostTarball`: the named top-level entries, `--exclude ._*` plus `exclude`, `-h` when
-/// following symlinks; no entries → 1024 zero bytes.
-async fn create_host_tarball(
+/// Host `tar`'s arguments of `createHostTarball` writing to `archive`: the named top-level
+/// entries, `--exclude ._*` plus `exclude`, `-h` when following symlinks; `totals` adds
+/// `--totals` (the sizing pass of [`super::stream`]).
+pub(super) fn tarball_args(
     local_dir: &Path,
-    archive: &Path,
-    entries: Vec<String>,
+    archive: &str,
+    entries: &[String],
     exclude: &[String],
     follow_symlinks: bool,
-) -> ProviderResult<()> {
-    if entries.is_empty() {
-        return tokio::fs::write(archive, [0u8; 1024])
-            .await
-            .map_err(|e| fs_error(&e, "open", archive));
-    }
+    totals: bool,
+) -> Vec<String> {
     let mut args: Vec<String> = vec!["-c".into(), "--no-xattrs".into()];
     if follow_symlinks {
         args.push("-h".into());
     }
+    if totals {
+        args.push("--totals".into());
+    }
     args.extend([
         "-f".into(),
-        archive.display().to_string(),
+        archive.to_string(),
         "-C".into(),
         local_dir.display().to_string(),
     ]);
@@ -224,8 +222,78 @@ async fn create_host_tarball(
         args.push(e);
     }
     args.push("--".into());
-    args.extend(entries);
+    args.extend(entries.iter().cloned());
+    args
+}
+
+/// `createHostTarball`: [`tarball_args`] into the file `archive`; no entries → 1024 zero bytes.
+async fn create_host_tarball(
+    local_dir: &Path,
+    archive: &Path,
+    entries: &[String],
+    exclude: &[String],
+    follow_symlinks: bool,
+) -> ProviderResult<()> {
+    if entries.is_empty() {
+        return tokio::fs::write(archive, [0u8; 1024])
+            .await
+            .map_err(|e| fs_error(&e, "open", archive));
+    }
+    let archive = archive.display().to_string();
+    let args = tarball_args(
+        local_dir,
+        &archive,
+        entries,
+        exclude,
+        follow_symlinks,
+        false,
+    );
     host_tar(args).await.map(drop)
+}
+
+/// One sync-in transfer: host `tar` of `entries` under `local_dir` into the exec of
+/// `script(archive bytes)`, packed while it is sent ([`super::stream`]); when that diverges
+/// (or there is nothing to pack), the original's way: packed into the file `archive`, then
+/// sent. The archive's size.
+#[allow(clippy::too_many_arguments)]
+async fn send_host_tarball(
+    target: &SyncTarget,
+    local_dir: &Path,
+    entries: &[String],
+    exclude: &[String],
+    follow_symlinks: bool,
+    archive: &Path,
+    timeout_ms: u64,
+    label: &str,
+    script: impl Fn(u64) -> String,
+) -> ProviderResult<u64> {
+    if !entries.is_empty() {
+        let sizing = tarball_args(
+            local_dir,
+            "/dev/null",
+            entries,
+            exclude,
+            follow_symlinks,
+            true,
+        );
+        if let Some(size) = stream::sized_archive(&sizing).await {
+            let packing = tarball_args(local_dir, "-", entries, exclude, follow_symlinks, false);
+            let sent =
+                stream::send_packed(target, &packing, size, script(size), timeout_ms).await?;
+            if let Sent::Done(output) = sent {
+                if output.exit_code != 0 {
+                    return Err(failed(label, &output));
+                }
+                return Ok(size);
+            }
+        }
+    }
+    create_host_tarball(local_dir, archive, entries, exclude, follow_symlinks).await?;
+    let archive_bytes = std::fs::metadata(archive)
+        .map_err(|e| fs_error(&e, "stat", archive))?
+        .len();
+    stream_file_to_pod(target, script(archive_bytes), archive, timeout_ms, label).await?;
+    Ok(archive_bytes)
 }
 
 /// `tar -h` follows link loops (`a -> .`) and links to one directory, copying the tree again
@@ -293,12 +361,17 @@ async fn sorted_entries(dir: &Path) -> ProviderResult<Vec<String>> {
     Ok(names)
 }
 
-/// `extractHostTarball`: every member checked, then a confined extraction into `dir` (see
+/// `extractHostTarball`: every member checked (`verdict`: the check of the archive as it
+/// arrived, [`super::stream::receive_checked`]), then a confined extraction into `dir` (see
 /// [`super::tar_list`]); blocking work runs off the runtime.
-async fn extract_host_tarball(archive: &Path, dir: &Path) -> ProviderResult<()> {
+async fn extract_host_tarball(
+    archive: &Path,
+    dir: &Path,
+    verdict: Result<(), String>,
+) -> ProviderResult<()> {
+    verdict.map_err(ProviderError::new)?;
     let (archive, dir) = (archive.to_path_buf(), dir.to_path_buf());
     tokio::task::spawn_blocking(move || {
-        assert_archive_confined(&archive)?;
         std::fs::create_dir_all(&dir).map_err(|e| node_fs_message(&e, "mkdir", &dir))?;
         extract_confined(&archive, &dir)
     })
@@ -331,10 +404,6 @@ fn scratch_stage(remote_dir: &str) -> String {
         remote_dir,
         &format!("{SCRATCH_PREFIX}-{}", js_compat::uuid::random_uuid()),
     )
-}
-
-fn sh_argv(script: String) -> Vec<String> {
-    vec!["/bin/sh".into(), "-c".into(), script]
 }
 
 fn failed(label: &str, output: &StreamingOutput) -> ProviderError {
@@ -381,14 +450,6 @@ async fn stream_file_to_pod(
     Ok(())
 }
 
-/// The streamed-output disk guard (A40) in front of the host file.
-struct GuardedFile {
-    file: tokio::fs::File,
-    written: u64,
-    max: u64,
-    label: String,
-}
-
 /// The message of a streamed sync payload that grew past its on-disk size guard (A40 in the error
 /// reference).
 pub fn disk_guard_message(label: &str, max: u64) -> String {
@@ -397,36 +458,8 @@ pub fn disk_guard_message(label: &str, max: u64) -> String {
     )
 }
 
-impl AsyncWrite for GuardedFile {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        if this.written + buf.len() as u64 > this.max {
-            return Poll::Ready(Err(io::Error::other(disk_guard_message(
-                &this.label,
-                this.max,
-            ))));
-        }
-        let poll = Pin::new(&mut this.file).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = &poll {
-            this.written += *n as u64;
-        }
-        poll
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.file).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.file).poll_shutdown(cx)
-    }
-}
-
-/// `streamPodStdoutToFile`.
+/// `streamPodStdoutToFile`, with the member check of `extractHostTarball` run on the bytes as
+/// they arrive ([`super::stream::receive_checked`]): its verdict, for the extraction.
 async fn stream_pod_to_file(
     target: &SyncTarget,
     script: String,
@@ -434,31 +467,14 @@ async fn stream_pod_to_file(
     max_output_bytes: u64,
     timeout_ms: u64,
     label: &str,
-) -> ProviderResult<()> {
-    let sink = tokio::fs::File::create(file)
-        .await
-        .map_err(|e| fs_error(&e, "open", file))?;
-    let guarded = GuardedFile {
-        file: sink,
-        written: 0,
-        max: max_output_bytes,
-        label: label.to_string(),
-    };
-    let output = target
-        .run(
-            &sh_argv(script),
-            StreamingIo {
-                stdin: None,
-                stdout: Some(Box::new(guarded)),
-                timeout_ms,
-                max_stderr_bytes: Some(SYNC_STDERR_CAP_BYTES),
-            },
-        )
-        .await?;
+) -> ProviderResult<Result<(), String>> {
+    let sink = std::fs::File::create(file).map_err(|e| fs_error(&e, "open", file))?;
+    let (output, verdict) =
+        stream::receive_checked(target, script, sink, max_output_bytes, timeout_ms, label).await?;
     if output.exit_code != 0 {
         return Err(failed(label, &output));
     }
-    Ok(())
+    Ok(verdict)
 }
 
 #[derive(Default)]
@@ -498,10 +514,6 @@ async fn sync_in_files(
         names.push(i.to_string());
     }
     let archive = tmp.path().join("sync-in.tar");
-    create_host_tarball(&stage, &archive, names, &[], false).await?;
-    let archive_bytes = std::fs::metadata(&archive)
-        .map_err(|e| fs_error(&e, "stat", &archive))?
-        .len();
     let files: Vec<InboundFile> = mappings
         .iter()
         .map(|m| InboundFile {
@@ -509,13 +521,19 @@ async fn sync_in_files(
             mode: m.mode,
         })
         .collect();
-    let script = script::sync_in_files(
-        remote_dir,
-        &scratch_stage(remote_dir),
-        &files,
-        archive_bytes,
-    );
-    stream_file_to_pod(target, script, &archive, timeout_ms, "syncIn file transfer").await?;
+    let remote_stage = scratch_stage(remote_dir);
+    send_host_tarball(
+        target,
+        &stage,
+        &names,
+        &[],
+        false,
+        &archive,
+        timeout_ms,
+        "syncIn file transfer",
+        |archive_bytes| script::sync_in_files(remote_dir, &remote_stage, &files, archive_bytes),
+    )
+    .await?;
     Ok(Counts {
         files: mappings.len() as u64,
         bytes,
@@ -537,24 +555,16 @@ async fn sync_in_directory(
     if mapping.follow_symlinks {
         check_followed_source(&source, &mapping.exclude).await?;
     }
-    create_host_tarball(
+    let archive_bytes = send_host_tarball(
+        target,
         &source,
-        &archive,
-        entries,
+        &entries,
         &mapping.exclude,
         mapping.follow_symlinks,
-    )
-    .await?;
-    let archive_bytes = std::fs::metadata(&archive)
-        .map_err(|e| fs_error(&e, "stat", &archive))?
-        .len();
-    let script = script::sync_in_directory(remote_dir, &mapping.target_path, archive_bytes);
-    stream_file_to_pod(
-        target,
-        script,
         &archive,
         timeout_ms,
         "syncIn directory transfer",
+        |archive_bytes| script::sync_in_directory(remote_dir, &mapping.target_path, archive_bytes),
     )
     .await?;
     Ok(Counts {
@@ -666,7 +676,7 @@ async fn sync_out_files(
     let sources: Vec<String> = mappings.iter().map(|m| m.source_path.clone()).collect();
     let script = script::sync_out_files(remote_dir, &scratch_stage(remote_dir), &sources);
     let local = tmp.path().join("sync-out.tar");
-    stream_pod_to_file(
+    let verdict = stream_pod_to_file(
         target,
         script,
         &local,
@@ -676,7 +686,7 @@ async fn sync_out_files(
     )
     .await?;
     let extract = tmp.path().join("extract");
-    extract_host_tarball(&local, &extract).await?;
+    extract_host_tarball(&local, &extract, verdict).await?;
     let mut bytes = 0;
     for (i, m) in mappings.iter().enumerate() {
         let staged = extract.join(i.to_string());
@@ -728,7 +738,7 @@ async fn sync_out_directory(
         mapping.follow_symlinks,
     );
     let local = tmp.path().join("sync-out.tar");
-    stream_pod_to_file(
+    let verdict = stream_pod_to_file(
         target,
         script,
         &local,
@@ -741,7 +751,7 @@ async fn sync_out_directory(
         .map_err(|e| fs_error(&e, "stat", &local))?
         .len();
     let target_dir = PathBuf::from(&mapping.target_path);
-    extract_host_tarball(&local, &target_dir).await?;
+    extract_host_tarball(&local, &target_dir, verdict).await?;
     Ok(Counts {
         files: count_host_files(&target_dir, &mapping.exclude),
         bytes,

@@ -1,4 +1,4 @@
-//! Native file sync (`file-sync.ts`, streaming variant; spec §11.12 and §16): one streaming
+//! Native file sync (`file-sync.ts`, streaming variant): one streaming
 //! exec per file batch and per directory mapping, raw tar bytes both ways, host and in-pod
 //! confinement to the workspace remote dir, post-upload commands after each syncIn operation.
 //! The hooks that call it are in [`crate::hooks::sync`].
@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod paths;
 pub mod script;
+mod stream;
 pub mod tar_list;
 
 pub use engine::{

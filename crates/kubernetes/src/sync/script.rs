@@ -1,6 +1,6 @@
-//! The in-pod `sh -c` scripts of native file sync (spec §16; strings verbatim from the
+//! The in-pod `sh -c` scripts of native file sync (strings verbatim from the
 //! original's streaming file-sync). Lines are joined with `\n`; every step fails loud with a
-//! diagnostic token on stderr and a distinct exit code (kubernetes-errors.md §C).
+//! diagnostic token on stderr and an exit code from 40 to 48; the transfer error reports both.
 
 use crate::exec::command::sh_quote;
 
@@ -63,7 +63,7 @@ pub struct InboundFile {
     pub mode: Option<f64>,
 }
 
-/// The syncIn file-batch script (§16.1).
+/// The syncIn file-batch script.
 pub fn sync_in_files(
     root: &str,
     remote_stage: &str,
@@ -119,7 +119,7 @@ pub fn sync_in_files(
     s.join("\n")
 }
 
-/// The syncIn directory script (§16.2).
+/// The syncIn directory script.
 pub fn sync_in_directory(root: &str, target: &str, archive_bytes: u64) -> String {
     let q = sh_quote(target);
     let mut s = preamble(root);
@@ -139,7 +139,7 @@ pub fn sync_in_directory(root: &str, target: &str, archive_bytes: u64) -> String
     s.join("\n")
 }
 
-/// The syncOut file-batch script (§16.3).
+/// The syncOut file-batch script.
 pub fn sync_out_files(root: &str, remote_stage: &str, sources: &[String]) -> String {
     let stage = sh_quote(remote_stage);
     let mut s = preamble(root);
@@ -171,7 +171,7 @@ pub fn sync_out_files(root: &str, remote_stage: &str, sources: &[String]) -> Str
     s.join("\n")
 }
 
-/// The syncOut directory script (§16.4).
+/// The syncOut directory script.
 pub fn sync_out_directory(
     root: &str,
     source: &str,
@@ -243,7 +243,7 @@ fn repeated_directory_walk(source: &str, exclude: &[String]) -> String {
     )
 }
 
-/// The post-upload wrapper (§16.5): `$1` is the cwd, `$2` the verbatim command.
+/// The post-upload wrapper (the commands run after a syncIn operation): `$1` is the cwd, `$2` the verbatim command.
 pub fn post_upload_wrapper(root: &str) -> String {
     let mut s = preamble(root);
     s.extend(resolve_and_check("_pc_real", r#""$1""#));

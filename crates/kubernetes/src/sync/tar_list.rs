@@ -1,5 +1,5 @@
 //! The member checks of a sandbox-authored archive before the host extracts it
-//! (`assertTarballEntriesConfined`, spec §16.3 step 4), and the extraction itself.
+//! (`assertTarballEntriesConfined` of syncOut), and the extraction itself.
 //!
 //! The original parsed host `tar -tvf` text, which a name such as `x -> y` fools, and extracted
 //! with host `tar`, which follows links the archive itself planted. Here the archive is read by
@@ -12,11 +12,12 @@
 //! check did). The whole archive is checked before anything is written, so a
 //! refusal leaves the destination as it was.
 
+use std::io::Read;
 use std::path::Path;
 
 use sandbox_core::archive::{
     ArchiveError, ArchivePolicy, EntryKind, Violation, entry_error,
-    extract_archive_skipping_specials, gnu_hard_link_target, open_checked,
+    extract_archive_skipping_specials, gnu_hard_link_target, open_checked, read_checked,
 };
 
 /// The message of a sync-out whose archive listing has a line that does not parse (A41 in the error
@@ -71,7 +72,17 @@ fn archive_error_message(error: ArchiveError) -> String {
 /// Checks every member of the archive at `file`; the first refusal's message.
 pub fn assert_archive_confined(file: &Path) -> Result<(), String> {
     // Extended headers over the bound are refused before the `tar` crate reads them.
-    let mut archive = open_checked(file).map_err(archive_error_message)?;
+    let archive = open_checked(file).map_err(archive_error_message)?;
+    check_members(archive)
+}
+
+/// [`assert_archive_confined`] of the archive `reader` yields (the stream as it arrives): the
+/// same check of the same bytes, so the same verdict as on the file they are written to.
+pub fn assert_stream_confined(reader: impl Read) -> Result<(), String> {
+    check_members(read_checked(reader))
+}
+
+fn check_members(mut archive: tar::Archive<impl Read>) -> Result<(), String> {
     let mut policy = ArchivePolicy::default();
     let entries = archive
         .entries()

@@ -14,7 +14,7 @@ use serde_json::Value;
 pub const WAIT: Duration = Duration::from_secs(120);
 
 pub async fn client(kubeconfig_yaml: &str) -> Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let kc = Kubeconfig::from_yaml(kubeconfig_yaml).expect("kubeconfig parses");
     let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await

@@ -46,7 +46,9 @@ pub use node_fs_errors::node_fs_message;
 pub use paths::{gnu_hard_link_target, is_confined_entry_path, path_parts};
 pub use policy::{ArchivePolicy, EntryKind, Violation, symlink_target_confined};
 pub use read::validate_archive;
-pub use stream::{CheckedReader, EXTENDED_HEADER_LIMIT, StreamCheck, entry_error, open_checked};
+pub use stream::{
+    CheckedReader, EXTENDED_HEADER_LIMIT, StreamCheck, entry_error, open_checked, read_checked,
+};
 pub use write::{PackSummary, pack_directory};
 
 /// Declared entry sizes an archive may add up to: 10 GiB.

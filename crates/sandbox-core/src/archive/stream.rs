@@ -297,8 +297,14 @@ pub fn entry_error(error: io::Error) -> ArchiveError {
 /// The archive at `file`, read through a [`StreamCheck`] of the extended-header bound.
 pub fn open_checked(file: &std::path::Path) -> Result<tar::Archive<impl Read>, ArchiveError> {
     let reader = std::fs::File::open(file).map_err(|e| ArchiveError::fs(e, "open", file))?;
-    Ok(tar::Archive::new(io::BufReader::new(CheckedReader::new(
+    Ok(read_checked(reader))
+}
+
+/// The archive `reader` yields (a file, or a stream as it arrives), read through a
+/// [`StreamCheck`] of the extended-header bound, as [`open_checked`] reads a file.
+pub fn read_checked<R: Read>(reader: R) -> tar::Archive<impl Read> {
+    tar::Archive::new(io::BufReader::new(CheckedReader::new(
         reader,
         StreamCheck::new(),
-    ))))
+    )))
 }

@@ -7,6 +7,9 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use js_compat::path::basename;
+use js_compat::string::utf16_len;
+
 use super::posix_dirname;
 use super::{ArchiveError, BLOCK, current_uid};
 
@@ -223,12 +226,7 @@ fn string(buf: &mut [u8], text: &str) -> bool {
     let bytes = text.as_bytes();
     let n = bytes.len().min(buf.len());
     buf[..n].copy_from_slice(&bytes[..n]);
-    text.chars().map(char::len_utf16).sum::<usize>() != bytes.len() || bytes.len() > buf.len()
-}
-
-fn basename(path: &str) -> &str {
-    let trimmed = path.trim_end_matches('/');
-    trimmed.rsplit('/').next().unwrap_or(trimmed)
+    utf16_len(text) != bytes.len() || bytes.len() > buf.len()
 }
 
 /// node-tar's `splitPrefix` (prefix field of 130 bytes: atime/ctime are set).

@@ -28,7 +28,7 @@ export declare class NativeProvider {
   /**
    * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
    * Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
-   * A [synchronous](Hook::is_synchronous) hook (health, config validation) runs to its end
+   * A synchronous hook (health, config validation: `Hook::is_synchronous`) runs to its end
    * here and returns its outcome itself: it is a few microseconds of computation, less than
    * the promise and the two thread hops of the runtime path would cost. Every other hook
    * runs on the tokio runtime and returns a promise.

@@ -367,20 +367,6 @@ mod tests {
             json!({ "config": { "apiUrl": "https://api.sb.createos.sh", "apiKey": "key", "shape": "s-1vcpu-1gb" } }),
             json!({ "config": { "apiUrl": "not a url", "apiKey": 7 } }),
         ];
-        for hook in Hook::ALL
-            .iter()
-            .copied()
-            .filter(|hook| hook.is_synchronous())
-        {
-            for params in &cases {
-                let call =
-                    Provider::call(&provider, hook, params, Arc::new(sandbox_core::NullSink))
-                        .expect("the provider implements every synchronous hook");
-                assert!(
-                    sandbox_core::hook::poll_once(call).is_ok(),
-                    "{hook} with {params} did not complete on its first poll"
-                );
-            }
-        }
+        sandbox_core::hook::assert_synchronous_hooks_complete_at_once(&provider, &cases);
     }
 }

@@ -197,6 +197,24 @@ pub fn poll_once<F: Future + Unpin>(mut call: F) -> Result<F::Output, F> {
     }
 }
 
+/// Test support: asserts that every [synchronous](Hook::is_synchronous) hook of `provider`
+/// completes on its first poll for each of `params` (a call that did not would take the slower
+/// path through the runtime).
+#[cfg(feature = "testing")]
+pub fn assert_synchronous_hooks_complete_at_once(provider: &dyn Provider, params: &[Value]) {
+    for hook in Hook::ALL.iter().copied().filter(|h| h.is_synchronous()) {
+        for params in params {
+            let call = provider
+                .call(hook, params, Arc::new(crate::NullSink))
+                .expect("the provider implements every synchronous hook");
+            assert!(
+                poll_once(call).is_ok(),
+                "{hook} with {params} did not complete on its first poll"
+            );
+        }
+    }
+}
+
 /// The message for hook params nested deeper than the bridge carries them (JavaScript's
 /// `JSON.stringify` runs out of stack, or the parser's nesting limit is reached). No host
 /// sends such params; a hostile caller gets this instead of an engine or parser internal.

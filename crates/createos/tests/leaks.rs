@@ -36,6 +36,32 @@ async fn until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Runs `call` and shuts the provider down once `ready` holds; shutdown must succeed.
+async fn shut_down_when<T>(
+    h: &Harness,
+    what: &str,
+    ready: impl FnMut() -> bool,
+    call: impl std::future::Future<Output = T>,
+) -> T {
+    let stop = async {
+        until(what, ready).await;
+        h.provider.shutdown().await
+    };
+    let (out, stopped) = tokio::join!(call, stop);
+    assert_eq!(stopped, Ok(None));
+    out
+}
+
+/// The sandboxes of the create's acquisition label were looked up.
+fn assert_label_lookup(calls: &[Call]) {
+    let token = token_of(calls, "/sandboxes");
+    assert!(
+        calls.iter().any(|c| c.is("GET", &label_query(&token))),
+        "{}",
+        show(calls)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
     let h = Harness::start().await;
@@ -217,27 +243,18 @@ async fn shutdown_during_a_create_finds_the_sandbox_by_its_label() {
         json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "delay", "ms": 400}}),
     );
     let params = h.run_params(json!({}));
-    let acquire = h.provider.acquire_lease(&params, &*h.sink);
-    let stop = async {
-        until("the create to be sent", || {
-            h.emu.faults().iter().any(|f| f.fired == 1)
-        })
-        .await;
-        h.provider.shutdown().await
-    };
-    let (acquired, stopped) = tokio::join!(acquire, stop);
-    assert_eq!(stopped, Ok(None));
+    let acquired = shut_down_when(
+        &h,
+        "the create to be sent",
+        || h.emu.faults().iter().any(|f| f.fired == 1),
+        h.provider.acquire_lease(&params, &*h.sink),
+    )
+    .await;
     assert_eq!(
         acquired.unwrap_err().message,
         messages::ACQUIRE_STOPPED_BY_SHUTDOWN
     );
-    let calls = h.calls();
-    let token = token_of(&calls, "/sandboxes");
-    assert!(
-        calls.iter().any(|c| c.is("GET", &label_query(&token))),
-        "{}",
-        show(&calls)
-    );
+    assert_label_lookup(&h.calls());
     // The aborted request never reached the handler; had it, the lookup would have deleted it.
     assert_eq!(h.emu.counts().sandboxes, 0);
     h.finish().await;
@@ -248,16 +265,13 @@ async fn shutdown_during_a_probe_still_deletes_its_sandbox() {
     let h = Harness::start().await;
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/exec", "query": "stream=true", "action": {"kind": "delay", "ms": 60_000}}));
     let params = h.params(json!({}));
-    let probe = h.provider.probe(&params, &*h.sink);
-    let stop = async {
-        until("the probe command to be sent", || {
-            h.emu.faults().iter().any(|f| f.fired == 1)
-        })
-        .await;
-        h.provider.shutdown().await
-    };
-    let (probed, stopped) = tokio::join!(probe, stop);
-    assert_eq!(stopped, Ok(None));
+    let probed = shut_down_when(
+        &h,
+        "the probe command to be sent",
+        || h.emu.faults().iter().any(|f| f.fired == 1),
+        h.provider.probe(&params, &*h.sink),
+    )
+    .await;
     let probed = probed.expect("the probe reports as data");
     assert_eq!(probed["ok"], json!(false), "{probed}");
     assert_eq!(h.emu.counts().sandboxes, 0);
@@ -271,28 +285,19 @@ async fn shutdown_while_a_create_reply_is_read_deletes_the_sandbox_and_says_why(
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes",
         "action": {"kind": "cutStream", "afterBytes": 5, "hold": true}}));
     let params = h.run_params(json!({}));
-    let acquire = h.provider.acquire_lease(&params, &*h.sink);
-    let stop = async {
-        until("the sandbox to be created", || {
-            h.emu.counts().sandboxes == 1
-        })
-        .await;
-        h.provider.shutdown().await
-    };
-    let (acquired, stopped) = tokio::join!(acquire, stop);
-    assert_eq!(stopped, Ok(None));
+    let acquired = shut_down_when(
+        &h,
+        "the sandbox to be created",
+        || h.emu.counts().sandboxes == 1,
+        h.provider.acquire_lease(&params, &*h.sink),
+    )
+    .await;
     // Why it stopped, not the half-read body's `CreateOS returned invalid JSON.`.
     assert_eq!(
         acquired.unwrap_err().message,
         messages::ACQUIRE_STOPPED_BY_SHUTDOWN
     );
-    let calls = h.calls();
-    let token = token_of(&calls, "/sandboxes");
-    assert!(
-        calls.iter().any(|c| c.is("GET", &label_query(&token))),
-        "{}",
-        show(&calls)
-    );
+    assert_label_lookup(&h.calls());
     assert_eq!(h.emu.counts().sandboxes, 0);
     h.finish().await;
 }
@@ -327,16 +332,13 @@ async fn shutdown_during_a_probe_whose_delete_fails_names_its_sandbox() {
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/exec", "query": "stream=true", "action": {"kind": "delay", "ms": 60_000}}));
     h.fault(json!({"method": "DELETE", "path": "/v1/sandboxes/*", "action": {"kind": "malformedJson", "after": false}}));
     let params = h.params(json!({}));
-    let probe = h.provider.probe(&params, &*h.sink);
-    let stop = async {
-        until("the probe command to be sent", || {
-            h.emu.faults().iter().any(|f| f.fired == 1)
-        })
-        .await;
-        h.provider.shutdown().await
-    };
-    let (probed, stopped) = tokio::join!(probe, stop);
-    assert_eq!(stopped, Ok(None));
+    let probed = shut_down_when(
+        &h,
+        "the probe command to be sent",
+        || h.emu.faults().iter().any(|f| f.fired == 1),
+        h.provider.probe(&params, &*h.sink),
+    )
+    .await;
     let id = only_sandbox(&h);
     assert_eq!(
         probed.unwrap_err().message,

@@ -535,13 +535,7 @@ mod tests {
         assert!(matches!(sent, Sent::Diverged));
     }
 
-    fn member(builder: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_cksum();
-        builder.append_data(&mut h, name, data).unwrap();
-    }
+    use crate::sync::tar_list::tests::file as member;
 
     #[tokio::test]
     async fn a_received_archive_lands_whole_and_is_checked_on_the_way() {

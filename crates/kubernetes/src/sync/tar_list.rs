@@ -136,7 +136,7 @@ pub fn extract_confined(file: &Path, dest: &Path) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn archive(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> tempfile::NamedTempFile {
@@ -157,7 +157,8 @@ mod tests {
         b.append_link(&mut h, name, target).unwrap();
     }
 
-    fn file(b: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
+    /// Appends a regular file member (also used by the other sync modules' tests).
+    pub(in crate::sync) fn file(b: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
         let mut h = tar::Header::new_gnu();
         h.set_size(data.len() as u64);
         h.set_mode(0o644);

@@ -98,6 +98,18 @@ describe("CreateOS lifecycle through a forked worker", () => {
     const largeLogs = worker.rpc.notifications.filter((n) => n.paperclipInvocationId === "inv-large");
     expect(largeLogs.map((n) => n.params.chunk).join("")).toBe(large.stdout);
 
+    // All-ASCII: the large string is handed to V8 as an external string instead of copied,
+    // and must read back the same, after a GC may have run the finalizer of an earlier one.
+    for (const id of ["inv-large-ascii-1", "inv-large-ascii-2"]) {
+      const ascii = await worker.call(
+        "environmentExecute",
+        { ...base, config, lease, command: "bash", args: ["-c", "head -c 307200 /dev/zero | tr '\\0' y; printf '\"end'"], cwd: "/paperclip-workspace" },
+        { invocation: invocation(id) },
+      );
+      expect(ascii).toMatchObject({ exitCode: 0, signal: null, timedOut: false, stderr: "" });
+      expect(ascii.stdout).toBe(`${"y".repeat(307200)}"end`);
+    }
+
     const syncedOut = await worker.call(
       "environmentSyncOut",
       {

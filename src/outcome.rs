@@ -9,7 +9,8 @@
 //! The one exception is an execute result carrying a large output string (CreateOS keeps up to
 //! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust
 //! and once more in V8 before `JSON.parse` made the string the host gets, so such a result is
-//! built as an object instead, its strings copied into V8 once ([`ExecuteOutcome`]).
+//! built as an object instead, a large ASCII string handed to V8 without a copy
+//! ([`ExecuteOutcome`]).
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
@@ -137,7 +138,7 @@ impl ToNapiValue for ExecuteOutcome {
             } if holds_large_string(&value) => {
                 let mut wrapper = serde_json::Map::new();
                 wrapper.insert("value".to_owned(), value);
-                return unsafe { Value::to_napi_value(env, Value::Object(wrapper)) };
+                return unsafe { value_to_napi(env, Value::Object(wrapper)) };
             }
             outcome => outcome.into_json(),
         };
@@ -151,5 +152,111 @@ fn holds_large_string(value: &Value) -> bool {
         Value::Array(items) => items.iter().any(holds_large_string),
         Value::Object(fields) => fields.values().any(holds_large_string),
         _ => false,
+    }
+}
+
+/// `value` as a JS value, as napi-rs's serde-json conversion builds it, except that a large
+/// ASCII string is handed to V8 as an external string ([`external_latin1`]). Only the objects
+/// and arrays on the way to a large string are walked here; the rest is napi-rs's.
+unsafe fn value_to_napi(env: sys::napi_env, value: Value) -> napi::Result<sys::napi_value> {
+    match value {
+        Value::String(text) if text.len() >= LARGE_STRING_BYTES && text.is_ascii() => unsafe {
+            external_latin1(env, text)
+        },
+        Value::Object(fields) if fields.values().any(holds_large_string) => {
+            let mut object = std::ptr::null_mut();
+            check(
+                unsafe { sys::napi_create_object(env, &mut object) },
+                "object",
+            )?;
+            for (key, field) in fields {
+                let key = unsafe { <&str>::to_napi_value(env, &key)? };
+                let field = unsafe { value_to_napi(env, field)? };
+                check(
+                    unsafe { sys::napi_set_property(env, object, key, field) },
+                    "property",
+                )?;
+            }
+            Ok(object)
+        }
+        Value::Array(items) if items.iter().any(holds_large_string) => {
+            let mut array = std::ptr::null_mut();
+            check(
+                unsafe { sys::napi_create_array_with_length(env, items.len(), &mut array) },
+                "array",
+            )?;
+            for (index, item) in items.into_iter().enumerate() {
+                let item = unsafe { value_to_napi(env, item)? };
+                check(
+                    unsafe { sys::napi_set_element(env, array, index as u32, item) },
+                    "element",
+                )?;
+            }
+            Ok(array)
+        }
+        other => unsafe { Value::to_napi_value(env, other) },
+    }
+}
+
+// Node-API 10 (Node >= 20.4; package.json requires 24.11), declared here rather than through
+// napi-sys's `napi10` feature, which would raise the version the whole addon declares.
+unsafe extern "C" {
+    fn node_api_create_external_string_latin1(
+        env: sys::napi_env,
+        text: *const std::ffi::c_char,
+        length: isize,
+        finalize: Option<
+            unsafe extern "C" fn(sys::napi_env, *mut std::ffi::c_void, *mut std::ffi::c_void),
+        >,
+        hint: *mut std::ffi::c_void,
+        result: *mut sys::napi_value,
+        copied: *mut bool,
+    ) -> sys::napi_status;
+}
+
+/// An ASCII string handed to V8 without a copy: V8 keeps a small string object pointing at the
+/// Rust buffer and frees the buffer (the finalizer) when it collects that object. The buffer
+/// counts as V8 external memory, and the object is young: a scavenge can free an unreachable
+/// result's bytes, where a copy of that size lives in V8's large-object space until a full GC.
+unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys::napi_value> {
+    unsafe extern "C" fn finalize(
+        _env: sys::napi_env,
+        _data: *mut std::ffi::c_void,
+        hint: *mut std::ffi::c_void,
+    ) {
+        // SAFETY: `hint` is the box leaked below, finalized exactly once by Node.
+        drop(unsafe { Box::from_raw(hint.cast::<String>()) });
+    }
+    let text = Box::new(text);
+    let (data, length) = (text.as_ptr(), text.len());
+    let hint = Box::into_raw(text);
+    let mut value = std::ptr::null_mut();
+    let mut copied = false;
+    // When V8 copies instead (`copied`), Node has run the finalizer already; either way the
+    // buffer is Node's now. A failure (only for strings past V8's length limit, far above
+    // what a result holds) leaves it unowned: it is leaked rather than risk freeing it twice.
+    let status = unsafe {
+        node_api_create_external_string_latin1(
+            env,
+            data.cast(),
+            length as isize,
+            Some(finalize),
+            hint.cast(),
+            &mut value,
+            &mut copied,
+        )
+    };
+    check(status, "string")?;
+    Ok(value)
+}
+
+fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(
+            napi::Status::from(status),
+            format!("Failed to build the execute result ({what})"),
+        ))
     }
 }

@@ -6,14 +6,19 @@
 //!
 //! Params cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
 //! thread, so that params too deep for it (its stack runs out) become the catalogued
-//! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`; the parse and the hook run on the
+//! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`. The provider keeps a reference to
+//! that function from its construction: looking `JSON.stringify` up on the global object on
+//! every call (the global, two property reads by name) cost about as much as the call itself
+//! for small params. The parse and the hook run on the
 //! tokio runtime, never blocking the JS thread, except for the synchronous hooks (health and
 //! config validation: computation only), which run to their end on the JS thread.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Either, Function, JsObjectValue, Object, PromiseRaw, Unknown};
-use napi::{Env, ValueType};
+use napi::bindgen_prelude::{
+    Either, Function, FunctionRef, JsObjectValue, JsValue, Object, PromiseRaw, Unknown,
+};
+use napi::{Env, ValueType, sys};
 use napi_derive::napi;
 use sandbox_core::hook::{PARAMS_TOO_DEEP, poll_once};
 use sandbox_core::{Hook, HostSink, Provider, ProviderError};
@@ -29,20 +34,22 @@ use crate::outcome::{ExecuteOutcome, Outcome, parse_params};
 pub struct NativeProvider {
     provider: Arc<dyn Provider>,
     host: Arc<JsHost>,
+    /// This env's `JSON.stringify`, taken once (see the module docs).
+    stringify: FunctionRef<sys::napi_value, String>,
 }
 
 #[napi]
 impl NativeProvider {
     /// The CreateOS provider (`crates/createos`), reporting to `host`.
     #[napi(factory, catch_unwind)]
-    pub fn createos(host: Option<HostCallbacks>) -> Self {
-        Self::with(Arc::new(createos::CreateOsProvider::new()), host)
+    pub fn createos(env: &Env, host: Option<HostCallbacks>) -> napi::Result<Self> {
+        Self::with(env, Arc::new(createos::CreateOsProvider::new()), host)
     }
 
     /// The Kubernetes provider (`crates/kubernetes`), reporting to `host`.
     #[napi(factory, catch_unwind)]
-    pub fn kubernetes(host: Option<HostCallbacks>) -> Self {
-        Self::with(Arc::new(kubernetes::KubernetesProvider::new()), host)
+    pub fn kubernetes(env: &Env, host: Option<HostCallbacks>) -> napi::Result<Self> {
+        Self::with(env, Arc::new(kubernetes::KubernetesProvider::new()), host)
     }
 
     /// The `definePlugin` names of the hooks this provider implements (`onEnvironmentProbe`,
@@ -83,7 +90,7 @@ impl NativeProvider {
         hook: String,
         params: Unknown<'env>,
     ) -> napi::Result<Either<String, PromiseRaw<'env, String>>> {
-        let prepared = params_json(env, params)?;
+        let prepared = self.params_json(env, params)?;
         let known = Hook::from_js_name(&hook);
         let provider = Arc::clone(&self.provider);
         let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
@@ -126,7 +133,7 @@ impl NativeProvider {
         params: Unknown<'env>,
         on_output: ExecutionLogCallback,
     ) -> napi::Result<PromiseRaw<'env, ExecuteOutcome>> {
-        let prepared = params_json(env, params)?;
+        let prepared = self.params_json(env, params)?;
         let provider = Arc::clone(&self.provider);
         let sink = Arc::new(self.host.for_call(Some(on_output)));
         env.spawn_future(async move {
@@ -159,10 +166,39 @@ impl NativeProvider {
 }
 
 impl NativeProvider {
-    fn with(provider: Arc<dyn Provider>, host: Option<HostCallbacks>) -> Self {
-        Self {
+    fn with(
+        env: &Env,
+        provider: Arc<dyn Provider>,
+        host: Option<HostCallbacks>,
+    ) -> napi::Result<Self> {
+        let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
+        let stringify: Function<'_, sys::napi_value, String> =
+            json.get_named_property_unchecked("stringify")?;
+        Ok(Self {
             provider,
             host: JsHost::new(host),
+            stringify: stringify.create_ref()?,
+        })
+    }
+
+    /// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failure
+    /// for params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
+    /// cycle: impossible in params the host parsed from JSON) is rethrown as JavaScript threw it.
+    fn params_json(
+        &self,
+        env: &Env,
+        params: Unknown<'_>,
+    ) -> napi::Result<Result<String, ProviderError>> {
+        if matches!(params.get_type()?, ValueType::Undefined | ValueType::Null) {
+            return Ok(Ok("null".to_owned()));
+        }
+        match self.stringify.borrow_back(env)?.call(params.raw()) {
+            Ok(text) => Ok(Ok(text)),
+            // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
+            Err(error) if error.reason.starts_with("RangeError") => {
+                Ok(Err(ProviderError::new(PARAMS_TOO_DEEP)))
+            }
+            Err(error) => Err(error),
         }
     }
 }
@@ -173,24 +209,4 @@ fn not_implemented(hook: &str) -> Outcome {
     Outcome::error(ProviderError::new(format!(
         "paperclip-sandbox-native internal error: {hook} has no native implementation"
     )))
-}
-
-/// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failure for
-/// params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
-/// cycle: impossible in params the host parsed from JSON) is rethrown as JavaScript threw it.
-fn params_json(env: &Env, params: Unknown<'_>) -> napi::Result<Result<String, ProviderError>> {
-    if matches!(params.get_type()?, ValueType::Undefined | ValueType::Null) {
-        return Ok(Ok("null".to_owned()));
-    }
-    let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
-    let stringify: Function<'_, Unknown<'_>, String> =
-        json.get_named_property_unchecked("stringify")?;
-    match stringify.call(params) {
-        Ok(text) => Ok(Ok(text)),
-        // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
-        Err(error) if error.reason.starts_with("RangeError") => {
-            Ok(Err(ProviderError::new(PARAMS_TOO_DEEP)))
-        }
-        Err(error) => Err(error),
-    }
 }

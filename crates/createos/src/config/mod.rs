@@ -48,26 +48,32 @@ pub struct CreateOsConfig {
 }
 
 impl CreateOsConfig {
-    /// The `normalizedConfig` object, keys in the order the original emitted them.
+    /// The `normalizedConfig` object, keys in the order the original emitted them. Built value by
+    /// value: `json!` would run each field through `serde_json::to_value`, a second copy of it.
     pub fn to_json(&self) -> Value {
+        let text = |field: &Option<String>| field.clone().map_or(Value::Null, Value::String);
         let rootfs_by_adapter: Map<String, Value> = self
             .rootfs_by_adapter
             .iter()
             .map(|(adapter, rootfs)| (adapter.clone(), Value::from(rootfs.as_str())))
             .collect();
-        json!({
-            "apiUrl": self.api_url,
-            "apiKey": self.api_key,
-            "shape": self.shape,
-            "snapshot": self.snapshot,
-            "rootfs": self.rootfs,
-            "rootfsByAdapter": rootfs_by_adapter,
-            "egressAllowlist": self.egress_allowlist,
-            "region": self.region,
-            "timeoutMs": self.timeout_ms,
-            "reuseLease": self.reuse_lease,
-            "autoPauseAfterSeconds": self.auto_pause_after_seconds,
-        })
+        let egress_allowlist = self.egress_allowlist.iter().cloned().map(Value::String);
+        let mut out = Map::with_capacity(11);
+        out.insert("apiUrl".into(), Value::String(self.api_url.clone()));
+        out.insert("apiKey".into(), text(&self.api_key));
+        out.insert("shape".into(), Value::String(self.shape.clone()));
+        out.insert("snapshot".into(), text(&self.snapshot));
+        out.insert("rootfs".into(), text(&self.rootfs));
+        out.insert("rootfsByAdapter".into(), Value::Object(rootfs_by_adapter));
+        out.insert("egressAllowlist".into(), egress_allowlist.collect());
+        out.insert("region".into(), text(&self.region));
+        out.insert("timeoutMs".into(), self.timeout_ms.into());
+        out.insert("reuseLease".into(), self.reuse_lease.into());
+        out.insert(
+            "autoPauseAfterSeconds".into(),
+            self.auto_pause_after_seconds.into(),
+        );
+        Value::Object(out)
     }
 }
 
@@ -139,7 +145,13 @@ pub fn validate_config_params(params: &Value) -> Value {
 
 fn validation_result(parsed: Result<CreateOsConfig, ProviderError>) -> Value {
     match parsed {
-        Ok(config) => json!({ "ok": true, "normalizedConfig": config.to_json() }),
+        // Moved in, not through `json!`, which would copy the whole config via `to_value`.
+        Ok(config) => {
+            let mut result = Map::with_capacity(2);
+            result.insert("ok".into(), Value::Bool(true));
+            result.insert("normalizedConfig".into(), config.to_json());
+            Value::Object(result)
+        }
         Err(error) => json!({ "ok": false, "errors": [error.message] }),
     }
 }

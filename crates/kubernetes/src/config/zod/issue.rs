@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn issue_keys_follow_zods_construction_order() {
-        let key = |k: &str| PathSegment::Key(k.into());
+        let key = |k: &str| PathSegment::Key(k.to_owned().into());
         assert_eq!(
             issue_text(
                 IssueData::invalid_type(ParsedType::Boolean, ParsedType::String),

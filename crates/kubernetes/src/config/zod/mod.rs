@@ -15,22 +15,25 @@ pub use parse::{
     boolean, enumeration, number, optional, record, refine, string, with_default,
 };
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// A value being parsed. `None` is JS `undefined` (a missing key).
 pub type Input<'a> = Option<&'a Value>;
 
-/// One step of an issue's `path`.
+/// One step of an issue's `path`. A schema field's key is a `&'static str` borrowed as it is (a
+/// path is built for every field of every parse, an issue is rare); a record's key is owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathSegment {
-    Key(String),
+    Key(Cow<'static, str>),
     Index(usize),
 }
 
 impl PathSegment {
     fn to_json(&self) -> Value {
         match self {
-            PathSegment::Key(key) => Value::String(key.clone()),
+            PathSegment::Key(key) => Value::String(key.to_string()),
             PathSegment::Index(index) => Value::from(*index),
         }
     }
@@ -40,7 +43,8 @@ pub type Path = Vec<PathSegment>;
 
 /// `path` extended by one step, as zod's `ParseInputLazyPath` does for a child value.
 pub fn child_path(path: &[PathSegment], segment: PathSegment) -> Path {
-    let mut child = path.to_vec();
+    let mut child = Vec::with_capacity(path.len() + 1);
+    child.extend_from_slice(path);
     child.push(segment);
     child
 }

@@ -292,7 +292,7 @@ pub fn record<V>(
     };
     let mut pairs = Vec::new();
     for (key, value) in json::entries(map) {
-        let entry_path = child_path(path, PathSegment::Key(key.clone()));
+        let entry_path = child_path(path, PathSegment::Key(key.clone().into()));
         let key = key_schema(key, &entry_path, cx);
         let value = value_schema(Some(value), &entry_path, cx);
         pairs.push((key, value));
@@ -383,7 +383,7 @@ impl<'a> ObjectInput<'a> {
         schema: impl FnOnce(Input<'_>, &[PathSegment], &mut ParseCtx) -> Parsed<T>,
     ) -> Option<T> {
         self.shape_keys.push(key);
-        let path = child_path(&self.path, PathSegment::Key(key.to_string()));
+        let path = child_path(&self.path, PathSegment::Key(key.into()));
         let parsed = schema(self.map.get(key), &path, cx);
         self.aborted |= parsed.is_aborted();
         self.dirty |= parsed.is_dirty();

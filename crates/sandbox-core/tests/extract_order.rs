@@ -6,8 +6,10 @@
 //! enough other files that the writers are busy.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod common;
+use common::Scene;
 use sandbox_core::archive::{ArchiveError, extract_archive, extract_archive_skipping_specials};
 
 enum Member<'a> {
@@ -50,35 +52,11 @@ fn filler(count: usize) -> Vec<Member<'static>> {
         .collect()
 }
 
-struct Scene(PathBuf);
-
-impl Scene {
-    fn new() -> Scene {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "extract-order-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("dest")).unwrap();
-        Scene(root)
-    }
-    fn dest(&self) -> PathBuf {
-        self.0.join("dest")
-    }
-    fn extract(&self, members: &[Member<'_>]) -> Result<(), ArchiveError> {
-        let file = self.0.join("a.tar");
-        std::fs::write(&file, archive(members)).unwrap();
-        extract_archive(&file, &self.dest())
-    }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// `members` as an archive file in `scene`, extracted into its `dest`.
+fn extract(scene: &Scene, members: &[Member<'_>]) -> Result<(), ArchiveError> {
+    let file = scene.0.join("a.tar");
+    std::fs::write(&file, archive(members)).unwrap();
+    extract_archive(&file, &scene.dest())
 }
 
 fn read(path: &Path) -> Vec<u8> {
@@ -87,7 +65,7 @@ fn read(path: &Path) -> Vec<u8> {
 
 #[test]
 fn a_hard_link_right_after_its_source_links_the_written_file() {
-    let scene = Scene::new();
+    let scene = Scene::new("extract-order");
     let mut members = filler(16);
     for n in 0..64 {
         let name = Box::leak(format!("src/{n}").into_boxed_str());
@@ -95,7 +73,7 @@ fn a_hard_link_right_after_its_source_links_the_written_file() {
         members.push(Member::File(name, format!("content {n}").into_bytes()));
         members.push(Member::Hard(link, name));
     }
-    scene.extract(&members).unwrap();
+    extract(&scene, &members).unwrap();
     for n in 0..64 {
         let source = scene.dest().join(format!("src/{n}"));
         let link = scene.dest().join(format!("links/{n}"));
@@ -109,7 +87,7 @@ fn a_hard_link_right_after_its_source_links_the_written_file() {
 
 #[test]
 fn a_link_or_directory_after_a_file_of_the_same_name_replaces_it() {
-    let scene = Scene::new();
+    let scene = Scene::new("extract-order");
     let mut members = filler(16);
     members.extend([
         Member::File("became-link", b"file".to_vec()),
@@ -118,7 +96,7 @@ fn a_link_or_directory_after_a_file_of_the_same_name_replaces_it() {
         Member::Dir("became-dir"),
         Member::File("became-dir/inside", b"inside".to_vec()),
     ]);
-    scene.extract(&members).unwrap();
+    extract(&scene, &members).unwrap();
     let link = scene.dest().join("became-link");
     assert!(
         std::fs::symlink_metadata(&link)
@@ -133,20 +111,20 @@ fn a_link_or_directory_after_a_file_of_the_same_name_replaces_it() {
 
 #[test]
 fn a_path_under_a_file_just_written_replaces_the_file_with_a_directory() {
-    let scene = Scene::new();
+    let scene = Scene::new("extract-order");
     let mut members = filler(16);
     members.extend([
         Member::File("p", b"file".to_vec()),
         Member::File("p/q", b"under".to_vec()),
     ]);
-    scene.extract(&members).unwrap();
+    extract(&scene, &members).unwrap();
     assert!(scene.dest().join("p").is_dir());
     assert_eq!(read(&scene.dest().join("p/q")), b"under");
 }
 
 #[test]
 fn the_same_name_again_keeps_the_last_content_whatever_the_sizes() {
-    let scene = Scene::new();
+    let scene = Scene::new("extract-order");
     let large = vec![b'L'; 3 * 1024 * 1024 / 2]; // above the writers' size bound
     let mut members = filler(16);
     members.extend([
@@ -157,7 +135,7 @@ fn the_same_name_again_keeps_the_last_content_whatever_the_sizes() {
         Member::File("large-then-small", large.clone()),
         Member::File("large-then-small", b"second".to_vec()),
     ]);
-    scene.extract(&members).unwrap();
+    extract(&scene, &members).unwrap();
     assert_eq!(read(&scene.dest().join("small-then-small")), b"second");
     assert_eq!(read(&scene.dest().join("small-then-large")), large);
     assert_eq!(read(&scene.dest().join("large-then-small")), b"second");
@@ -165,14 +143,14 @@ fn the_same_name_again_keeps_the_last_content_whatever_the_sizes() {
 
 #[test]
 fn every_file_is_written_with_its_content_mode_and_mtime() {
-    let scene = Scene::new();
+    let scene = Scene::new("extract-order");
     let members: Vec<Member<'_>> = (0..500)
         .map(|n| {
             let name = Box::leak(format!("d{}/f{n}", n % 7).into_boxed_str());
             Member::File(name, vec![(n % 251) as u8; n * 37 % 9000])
         })
         .collect();
-    scene.extract(&members).unwrap();
+    extract(&scene, &members).unwrap();
     for n in 0..500 {
         let path = scene.dest().join(format!("d{}/f{n}", n % 7));
         assert_eq!(read(&path), vec![(n % 251) as u8; n * 37 % 9000]);
@@ -186,7 +164,7 @@ fn every_file_is_written_with_its_content_mode_and_mtime() {
 fn of_several_failing_files_the_first_in_archive_order_is_reported() {
     // A directory on the host where the archive has a file: that file fails (EISDIR).
     for gnu in [false, true] {
-        let scene = Scene::new();
+        let scene = Scene::new("extract-order");
         for name in ["first", "second", "third"] {
             std::fs::create_dir(scene.dest().join(name)).unwrap();
         }

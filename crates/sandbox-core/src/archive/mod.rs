@@ -30,6 +30,7 @@ mod policy;
 mod read;
 mod stream;
 mod write;
+mod writers;
 
 use std::fs;
 use std::io;

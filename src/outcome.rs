@@ -256,7 +256,9 @@ fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
     } else {
         Err(napi::Error::new(
             napi::Status::from(status),
-            format!("Failed to build the execute result ({what})"),
+            format!(
+                "paperclip-sandbox-native internal error: building the execute result failed ({what})"
+            ),
         ))
     }
 }

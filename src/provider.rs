@@ -9,9 +9,9 @@
 //! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`. The provider keeps a reference to
 //! that function from its construction: looking `JSON.stringify` up on the global object on
 //! every call (the global, two property reads by name) cost about as much as the call itself
-//! for small params. The parse and the hook run on the
-//! tokio runtime, never blocking the JS thread, except for the synchronous hooks (health and
-//! config validation: computation only), which run to their end on the JS thread.
+//! for small params. The parse and the hook run on the tokio runtime, never blocking the JS
+//! thread, except for the synchronous hooks (health and config validation: computation only),
+//! which run to their end on the JS thread.
 
 use std::sync::Arc;
 

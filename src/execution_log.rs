@@ -163,7 +163,7 @@ impl Shared {
             ThreadsafeFunctionCallMode::NonBlocking,
             move |returned, _env| {
                 if let Ok(Some(drained)) = returned {
-                    napi::bindgen_prelude::spawn(async move {
+                    crate::runtime::spawn(async move {
                         let _ = drained.await;
                         drop(sent);
                     });

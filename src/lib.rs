@@ -13,7 +13,7 @@ pub mod guard;
 pub mod host;
 pub mod outcome;
 pub mod provider;
-mod runtime;
+pub(crate) mod runtime;
 
 #[napi_derive::module_init]
 fn init() {

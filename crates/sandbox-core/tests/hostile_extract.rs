@@ -9,9 +9,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-
-mod common;
-use common::Scene;
 use sandbox_core::archive::{
     ArchiveError, extract_archive, extract_archive_skipping_specials, validate_archive,
 };
@@ -58,12 +55,33 @@ fn forge(entries: &[Forged]) -> Vec<u8> {
 }
 
 /// A fresh parent with `victim/keep`, `secret` and an empty `dest`; removed on drop.
-fn hostile_scene() -> Scene {
-    let scene = Scene::new("hostile-extract");
-    std::fs::create_dir(scene.0.join("victim")).unwrap();
-    std::fs::write(scene.0.join("victim/keep"), b"host").unwrap();
-    std::fs::write(scene.0.join("secret"), b"secret").unwrap();
-    scene
+struct Scene(PathBuf);
+
+impl Scene {
+    fn new() -> Scene {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "hostile-extract-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("victim")).unwrap();
+        std::fs::create_dir(root.join("dest")).unwrap();
+        std::fs::write(root.join("victim/keep"), b"host").unwrap();
+        std::fs::write(root.join("secret"), b"secret").unwrap();
+        Scene(root)
+    }
+    fn dest(&self) -> PathBuf {
+        self.0.join("dest")
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn snapshot(root: &Path, skip: &Path) -> BTreeMap<PathBuf, String> {
@@ -117,7 +135,7 @@ fn assert_confined(scene: &Scene, before: &BTreeMap<PathBuf, String>) {
 }
 
 fn run(entries: &[Forged], validated: bool, gnu: bool) -> Result<(), ArchiveError> {
-    let scene = hostile_scene();
+    let scene = Scene::new();
     let before = snapshot(&scene.0, &scene.dest());
     let archive = scene.0.join("archive.tar");
     std::fs::write(&archive, forge(entries)).unwrap();

@@ -30,7 +30,6 @@ mod policy;
 mod read;
 mod stream;
 mod write;
-mod writers;
 
 use std::fs;
 use std::io;

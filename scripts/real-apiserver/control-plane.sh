@@ -93,13 +93,22 @@ start() {
   pids[$name]=$!
 }
 
-# A loopback port nothing listens on (a random one that refuses a connection).
+# A loopback port nothing listens on (a random one that refuses a connection), below the kernel's
+# ephemeral range: a port in that range can be taken between this check and the bind by the local
+# end of any outgoing connection (another control plane's apiserver talking to its etcd made etcd's
+# bind fail with "address already in use"). Never one handed out earlier by this script.
+# `free_port NAME` sets the variable NAME (not a subshell, so that the ports handed out are kept).
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$ephemeral_low" -gt 11000 ] 2>/dev/null || fail "the ephemeral port range starts at $ephemeral_low: no room below it"
+taken_ports=" "
 free_port() {
   local port
-  for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 40000))
+  for _ in $(seq 200); do
+    port=$((10000 + (RANDOM * 32768 + RANDOM) % (ephemeral_low - 10000)))
+    case $taken_ports in *" $port "*) continue ;; esac
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
+      taken_ports="$taken_ports$port "
+      printf -v "$1" '%s' "$port"
       return
     fi
   done
@@ -152,9 +161,9 @@ kcm_token=$(openssl rand -hex 24)
 } >"$pki/tokens.csv"
 chmod 600 "$pki/tokens.csv"
 
-etcd_port=$(free_port)
-peer_port=$(free_port)
-api_port=$(free_port)
+free_port etcd_port
+free_port peer_port
+free_port api_port
 server="https://127.0.0.1:$api_port"
 ca_data=$(base64 -w0 <"$pki/ca.crt")
 

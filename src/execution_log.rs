@@ -27,6 +27,8 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use sandbox_core::{OutputBatch, OutputQueue, OutputStream};
 use tokio::sync::Semaphore;
 
+use crate::napi_status::check;
+
 /// Output bytes that may be queued or in flight towards JS for one execute call. A chunk larger
 /// than the whole budget takes all of it (it is sent alone). 1 MiB keeps the JS thread busy
 /// (the pipe to the host takes 64 KiB at a time) while keeping what a slow host makes the worker
@@ -50,7 +52,7 @@ impl ToNapiValue for LogBatch {
         let mut array = std::ptr::null_mut();
         let status =
             unsafe { sys::napi_create_array_with_length(env, batch.0.len() * 2, &mut array) };
-        check(status, "array")?;
+        check(status, "the execution-log batch (array)")?;
         for (index, (stream, text)) in batch.0.into_iter().enumerate() {
             let stream = unsafe { <&str>::to_napi_value(env, stream.as_str())? };
             let text = unsafe { text_to_napi(env, &text)? };
@@ -58,7 +60,7 @@ impl ToNapiValue for LogBatch {
                 let at = (index * 2 + offset) as u32;
                 check(
                     unsafe { sys::napi_set_element(env, array, at, value) },
-                    "element",
+                    "the execution-log batch (element)",
                 )?;
             }
         }
@@ -75,19 +77,8 @@ unsafe fn text_to_napi(env: sys::napi_env, text: &str) -> napi::Result<sys::napi
     let status = unsafe {
         sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut value)
     };
-    check(status, "string")?;
+    check(status, "the execution-log batch (string)")?;
     Ok(value)
-}
-
-fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
-    if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(napi::Error::new(
-            Status::from(status),
-            format!("Failed to build the execution-log batch ({what})"),
-        ))
-    }
 }
 
 /// The bound `ctx.execution.log` of one execute call, as plugin-kit hands it to Rust: called with

@@ -14,6 +14,8 @@
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
+
+use crate::napi_status::check;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde::Serialize;
 use serde_json::Value;
@@ -167,14 +169,14 @@ unsafe fn value_to_napi(env: sys::napi_env, value: Value) -> napi::Result<sys::n
             let mut object = std::ptr::null_mut();
             check(
                 unsafe { sys::napi_create_object(env, &mut object) },
-                "object",
+                "the execute result (object)",
             )?;
             for (key, field) in fields {
                 let key = unsafe { <&str>::to_napi_value(env, &key)? };
                 let field = unsafe { value_to_napi(env, field)? };
                 check(
                     unsafe { sys::napi_set_property(env, object, key, field) },
-                    "property",
+                    "the execute result (property)",
                 )?;
             }
             Ok(object)
@@ -183,13 +185,13 @@ unsafe fn value_to_napi(env: sys::napi_env, value: Value) -> napi::Result<sys::n
             let mut array = std::ptr::null_mut();
             check(
                 unsafe { sys::napi_create_array_with_length(env, items.len(), &mut array) },
-                "array",
+                "the execute result (array)",
             )?;
             for (index, item) in items.into_iter().enumerate() {
                 let item = unsafe { value_to_napi(env, item)? };
                 check(
                     unsafe { sys::napi_set_element(env, array, index as u32, item) },
-                    "element",
+                    "the execute result (element)",
                 )?;
             }
             Ok(array)
@@ -246,19 +248,6 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
             &mut copied,
         )
     };
-    check(status, "string")?;
+    check(status, "the execute result (string)")?;
     Ok(value)
-}
-
-fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
-    if status == sys::Status::napi_ok {
-        Ok(())
-    } else {
-        Err(napi::Error::new(
-            napi::Status::from(status),
-            format!(
-                "paperclip-sandbox-native internal error: building the execute result failed ({what})"
-            ),
-        ))
-    }
 }

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::{AsyncRuntime, AsyncRuntimeRejection, AsyncRuntimeTask};
 use tokio::runtime::{Handle, Runtime};
-use tokio::task::JoinHandle;
 
 /// The name of the runtime's threads (Linux shows its first 15 bytes in `/proc/*/task/*/comm`).
 pub const THREAD_NAME: &str = "paperclip-sandbox-rt";
@@ -33,26 +32,32 @@ pub fn install() {
     napi::bindgen_prelude::register_async_runtime(LazyRuntime);
 }
 
-/// Spawns `future` onto the addon's runtime, building it if this is the first use.
-pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+/// Spawns `future` onto the addon's runtime, building it if this is the first use. If the
+/// runtime cannot be built (no thread could be started), `future` is dropped unrun.
+pub fn spawn<F>(future: F)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    handle().spawn(future)
+    if let Ok(handle) = handle() {
+        handle.spawn(future);
+    }
 }
 
 /// A handle on the runtime, built now if there is none yet.
-fn handle() -> Handle {
+fn handle() -> napi::Result<Handle> {
     if let Some(runtime) = RUNTIME
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .as_ref()
     {
-        return runtime.handle().clone();
+        return Ok(runtime.handle().clone());
     }
     let mut slot = RUNTIME.write().unwrap_or_else(PoisonError::into_inner);
-    slot.get_or_insert_with(build).handle().clone()
+    if let Some(runtime) = slot.as_ref() {
+        return Ok(runtime.handle().clone());
+    }
+    Ok(slot.insert(build()?).handle().clone())
 }
 
 /// napi-rs would start one tokio worker per core. In a burst of Rust work (200 executes, each
@@ -61,7 +66,7 @@ fn handle() -> Handle {
 /// instead (measured on 2 cores: worst event-loop stall per burst, median ~14 ms with one worker
 /// against ~18 ms with two, same wall time; bench/profile/README.md section 3). The Rust side is
 /// I/O-bound.
-fn build() -> Runtime {
+fn build() -> napi::Result<Runtime> {
     // The runtime's threads can outlive an environment's teardown (see SHUTDOWN_WAIT), and
     // their wakers point into this image: keep it loaded, as napi-rs does for its runtime.
     napi::bindgen_prelude::retain_current_module_for_unload_safety();
@@ -73,7 +78,11 @@ fn build() -> Runtime {
         .enable_all()
         .build()
         .or_else(|_| Runtime::new())
-        .expect("the tokio runtime could not be built")
+        .map_err(|error| {
+            napi::Error::from_reason(format!(
+                "paperclip-sandbox-native internal error: the tokio runtime could not be built ({error})"
+            ))
+        })
 }
 
 /// napi's async-runtime backend over [`RUNTIME`].
@@ -85,12 +94,17 @@ struct LazyRuntime;
 // drops unfinished ones (cancelling their promises) when it shuts down.
 unsafe impl AsyncRuntime for LazyRuntime {
     fn spawn(&self, task: AsyncRuntimeTask) -> Result<(), AsyncRuntimeRejection<AsyncRuntimeTask>> {
-        handle().spawn(task);
-        Ok(())
+        match handle() {
+            Ok(handle) => {
+                handle.spawn(task);
+                Ok(())
+            }
+            Err(error) => Err(AsyncRuntimeRejection::new(task, error)),
+        }
     }
 
     fn block_on(&self, future: Pin<&mut dyn Future<Output = ()>>) -> napi::Result<()> {
-        handle().block_on(future);
+        handle()?.block_on(future);
         Ok(())
     }
 
@@ -98,8 +112,13 @@ unsafe impl AsyncRuntime for LazyRuntime {
         &self,
         work: Box<dyn FnOnce() + Send + 'static>,
     ) -> Result<(), AsyncRuntimeRejection<Box<dyn FnOnce() + Send + 'static>>> {
-        handle().spawn_blocking(work);
-        Ok(())
+        match handle() {
+            Ok(handle) => {
+                handle.spawn_blocking(work);
+                Ok(())
+            }
+            Err(error) => Err(AsyncRuntimeRejection::new(work, error)),
+        }
     }
 
     /// Takes the runtime out (the next use builds a new one: a worker restart, a new

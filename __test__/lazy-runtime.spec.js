@@ -6,7 +6,6 @@
 // once it runs, so a name is not there yet right after the runtime is built, but its id is.
 
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -44,7 +43,7 @@ function runFreshNode() {
   });
 }
 
-describe.runIf(existsSync("/proc/self/task"))("the addon's tokio runtime", () => {
+describe("the addon's tokio runtime", () => {
   it("is not started by the load, the constructors or the synchronous hooks, and is by the first asynchronous call", async () => {
     const seen = await runFreshNode();
     // The synchronous hooks answered on the JS thread (a string, not a promise).

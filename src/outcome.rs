@@ -14,11 +14,11 @@
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
-
-use crate::napi_status::check;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::napi_status::check;
 
 /// An execute result holding a string at least this long crosses as an object.
 const LARGE_STRING_BYTES: usize = 256 * 1024;

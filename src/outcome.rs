@@ -217,9 +217,13 @@ unsafe extern "C" {
 }
 
 /// An ASCII string handed to V8 without a copy: V8 keeps a small string object pointing at the
-/// Rust buffer and frees the buffer (the finalizer) when it collects that object. The buffer
-/// counts as V8 external memory, and the object is young: a scavenge can free an unreachable
-/// result's bytes, where a copy of that size lives in V8's large-object space until a full GC.
+/// Rust buffer and frees the buffer (the finalizer) when it collects that object. V8 puts
+/// external strings in its old space, so that happens at the next full GC, which V8 starts at
+/// the latest once external memory has grown by 64 MiB: a series of large executes keeps up to
+/// that much of earlier results. A copy does no better: measured, the copies ended up in V8's
+/// old large-object space (promoted by a scavenge while the reply was still being written),
+/// where they too wait for a full GC, under the old generation's larger limit, and held
+/// ~60 MiB more (bench/profile/README.md §1, "Large results between executes").
 unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys::napi_value> {
     unsafe extern "C" fn finalize(
         _env: sys::napi_env,

@@ -7,7 +7,8 @@
 // Env: SOURCE=emulator streams the real command from the CreateOS emulator (<= 16 KiB frames)
 // instead of the frame server (exact frame sizes); SOURCE=sdk runs the SDK-only floor worker
 // (bench/floors/sdk-worker.js, synthetic chunks of the same sizes) instead; HEAP=1 preloads bench/profile/heap-probe.js
-// and prints the worker's memory after a GC at the end of each run.
+// and prints the worker's memory after a GC at the end of each run (HEAP_GC=0: as it is, without the
+// GC, with V8's space sizes: what the next run starts with).
 // Profile:  perf record -g -p <pid> -- sleep 8      (while it runs)
 // Each run prints one JSON line: MiB/s, frames, worker RSS before / peak, worker CPU ms per MiB.
 
@@ -32,7 +33,7 @@ const frameServerUrl = JSON.parse(await new Promise((resolve) => createInterface
 
 const worker = BenchWorker.fork(
   floor ? path.join(here, "../floors/sdk-worker.js") : createos.entrypoint,
-  heapProbe ? { NODE_OPTIONS: `--expose-gc --import ${path.join(here, "heap-probe.js")}` } : {},
+  heapProbe ? { NODE_OPTIONS: `--expose-gc --import ${path.join(here, "heap-probe.js")}`, HEAP_GC: process.env.HEAP_GC ?? "1" } : {},
 );
 await worker.call("initialize", initializeParams(createos.manifest));
 console.error(`worker pid ${worker.pid}`);

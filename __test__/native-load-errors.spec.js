@@ -114,8 +114,21 @@ describe("native load errors", () => {
       NAPI_RS_NATIVE_LIBRARY_PATH: path.join(work, "override", "absent.node"),
     });
     expect(missing.code).toBe(3);
-    expect(missing.stderr).toContain(`paperclip-sandbox-native: no native binary for this platform (${PLATFORM}`);
-    expect(missing.stderr).toContain(`Cannot find module '${path.join(work, "override", "absent.node")}'`);
+    const absent = path.join(work, "override", "absent.node");
+    expect(missing.stderr).toContain(
+      `paperclip-sandbox-native: NAPI_RS_NATIVE_LIBRARY_PATH names ${absent}, which does not load in Node.js ${process.versions.node} (ABI ${process.versions.modules}, N-API ${process.versions.napi}) (Cannot find module '${absent}'). It must be a .node file`,
+    );
+    expect(missing.stderr).not.toContain("should carry it");
+    // A symbolic link to the built `.so` resolves to that name, which Node.js loads as JavaScript.
+    const linked = path.join(work, "override", "linked.node");
+    await symlink(path.join(work, "override", "addon.so"), linked);
+    await copyFile(path.join(repoRoot, BINARY), path.join(work, "override", "addon.so"));
+    const viaLink = await node(["--input-type=module", "-e", `(async () => {\n${LOAD_AND_CALL}\n})()${REPORT_FAILURE}`], {
+      NAPI_RS_NATIVE_LIBRARY_PATH: linked,
+    });
+    expect(viaLink.code).toBe(3);
+    expect(viaLink.stderr).toContain(`NAPI_RS_NATIVE_LIBRARY_PATH names ${linked}, which does not load`);
+    expect(viaLink.stderr).toContain("copy a built .so rather than linking it");
   });
 
   it("loads the platform package when no binary is beside the package", async () => {

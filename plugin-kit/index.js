@@ -59,10 +59,11 @@ function causeMessages(error) {
 
 /**
  * The loader's failure, said so that a user knows what to do: a binary built for another Node.js
- * ABI, a binary that is not for this machine, or no binary for this platform at all (naming the
- * platform and the package that should have carried it).
+ * ABI, a binary that is not for this machine, an override (`NAPI_RS_NATIVE_LIBRARY_PATH`) that
+ * does not load, or no binary for this platform at all (naming the platform and the package that
+ * should have carried it).
  */
-function explainLoadFailure(cause) {
+function explainLoadFailure(cause, override = null) {
   const native = nativePackageJson();
   const platform = currentPlatform();
   const carrier = `${NATIVE_PACKAGE}-${platform}@${native.version}`;
@@ -81,6 +82,13 @@ function explainLoadFailure(cause) {
   const foreign = messages.find((message) => /invalid ELF header|wrong ELF class|not a mach-o file|cannot open shared object|mach-o, but wrong architecture/i.test(message));
   if (foreign) {
     return `${NATIVE_PACKAGE}: the native binary for ${platform} cannot be loaded on this machine (${foreign.split("\n")[0]}). Reinstall ${carrier}, or rebuild from source (npm run build).`;
+  }
+  if (override) {
+    return (
+      `${NATIVE_PACKAGE}: NAPI_RS_NATIVE_LIBRARY_PATH names ${override}, which does not load in ${node} ` +
+      `(${messages[0]?.split("\n")[0] ?? "unknown error"}). It must be a .node file (Node.js loads any other name as JavaScript; ` +
+      `copy a built .so rather than linking it) built for ${platform}; unset it to load the installed binary.`
+    );
   }
   const targets = (native.napi?.targets ?? []).map(platformOfTriple);
   if (targets.length > 0 && !targets.includes(platform)) {
@@ -172,7 +180,7 @@ function requireNative() {
     }
   }
   const cause = chainOfAttempts(errors);
-  throw new Error(explainLoadFailure(cause), { cause });
+  throw new Error(explainLoadFailure(cause, override), { cause });
 }
 
 /**

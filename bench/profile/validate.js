@@ -23,19 +23,31 @@ const [provider = "createos", callsArg = "100000", hookArg = "validate"] = proce
 const calls = Number(callsArg);
 const hook = hookArg === "health" ? "onHealth" : "onEnvironmentValidateConfig";
 
-const kubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}
-  name: c
-contexts:
-- context: {cluster: c, user: u}
-  name: x
-current-context: x
-users:
-- name: u
-  user: {token: profile-token}
-`;
+// Shaped like the Kubernetes emulator's kubeconfig, which the bench validates: an embedded CA
+// (an ECDSA CA's PEM, base64: ~800 characters; filler here, the schema does not read it).
+const caData = Buffer.from("-----BEGIN CERTIFICATE-----\n" + "M".repeat(560) + "\n-----END CERTIFICATE-----\n").toString("base64");
+const kubeconfig = [
+  "apiVersion: v1",
+  "kind: Config",
+  "clusters:",
+  "- name: emulator",
+  "  cluster:",
+  "    server: https://127.0.0.1:6443",
+  `    certificate-authority-data: ${caData}`,
+  "users:",
+  "- name: emulator",
+  "  user:",
+  '    token: "profile-token"',
+  "contexts:",
+  "- name: emulator",
+  "  context:",
+  "    cluster: emulator",
+  "    user: emulator",
+  "    namespace: default",
+  "current-context: emulator",
+  "preferences: {}",
+  "",
+].join("\n");
 const params =
   hook === "onHealth"
     ? {}

@@ -2,7 +2,7 @@
 //! and its normalised JSON form.
 //!
 //! * [`KubernetesConfig::parse`] is `schema.safeParse`: the typed config, or zod's issues.
-//! * [`KubernetesConfig::to_json`] is the parsed object as the original returns it as
+//! * [`KubernetesConfig::into_json`] is the parsed object as the original returns it as
 //!   `normalizedConfig`: schema key order, defaults filled in, unknown keys gone, optional keys
 //!   that were not supplied absent.
 //! * [`adapters`]: the adapter runtime defaults (built-in table, or the `adapters` registry of
@@ -143,28 +143,28 @@ impl KubernetesConfig {
         schema::parse_provider_config(raw)
     }
 
-    /// The normalised config (`normalizedConfig`), keys in schema order.
-    pub fn to_json(&self) -> Value {
-        let strings = |list: &[String]| list.iter().cloned().map(Value::String).collect::<Value>();
-        let mut out = Map::new();
+    /// The normalised config (`normalizedConfig`), keys in schema order. Consumes the config:
+    /// validation answers with it and needs it no more, so its strings (the kubeconfig among
+    /// them, often kilobytes) move into the JSON instead of being copied.
+    pub fn into_json(self) -> Value {
+        let strings = |list: Vec<String>| list.into_iter().map(Value::String).collect::<Value>();
+        // Room for every key up front: growing the map rehashes it at 4, 8 and 16 entries.
+        let mut out = Map::with_capacity(Self::NORMALIZED_KEYS);
         out.insert("inCluster".into(), self.in_cluster.into());
-        if let Some(kubeconfig) = &self.kubeconfig {
-            out.insert("kubeconfig".into(), kubeconfig.clone().into());
+        if let Some(kubeconfig) = self.kubeconfig {
+            out.insert("kubeconfig".into(), kubeconfig.into());
         }
-        out.insert(
-            "namespacePrefix".into(),
-            self.namespace_prefix.clone().into(),
-        );
-        if let Some(slug) = &self.company_slug {
-            out.insert("companySlug".into(), slug.clone().into());
+        out.insert("namespacePrefix".into(), self.namespace_prefix.into());
+        if let Some(slug) = self.company_slug {
+            out.insert("companySlug".into(), slug.into());
         }
-        if let Some(registry) = &self.image_registry {
-            out.insert("imageRegistry".into(), registry.clone().into());
+        if let Some(registry) = self.image_registry {
+            out.insert("imageRegistry".into(), registry.into());
         }
-        out.insert("imageAllowList".into(), strings(&self.image_allow_list));
-        out.insert("imagePullSecrets".into(), strings(&self.image_pull_secrets));
-        out.insert("egressAllowFqdns".into(), strings(&self.egress_allow_fqdns));
-        out.insert("egressAllowCidrs".into(), strings(&self.egress_allow_cidrs));
+        out.insert("imageAllowList".into(), strings(self.image_allow_list));
+        out.insert("imagePullSecrets".into(), strings(self.image_pull_secrets));
+        out.insert("egressAllowFqdns".into(), strings(self.egress_allow_fqdns));
+        out.insert("egressAllowCidrs".into(), strings(self.egress_allow_cidrs));
         out.insert("egressMode".into(), self.egress_mode.as_str().into());
         out.insert(
             "paperclipServerPodSelector".into(),
@@ -173,8 +173,8 @@ impl KubernetesConfig {
         if let Some(resources) = &self.default_resources {
             out.insert("defaultResources".into(), resources.to_json());
         }
-        if let Some(class) = &self.runtime_class_name {
-            out.insert("runtimeClassName".into(), class.clone().into());
+        if let Some(class) = self.runtime_class_name {
+            out.insert("runtimeClassName".into(), class.into());
         }
         out.insert(
             "serviceAccountAnnotations".into(),
@@ -188,7 +188,7 @@ impl KubernetesConfig {
             "podActivityDeadlineSec".into(),
             number::json_value(self.pod_activity_deadline_sec),
         );
-        out.insert("adapterType".into(), self.adapter_type.clone().into());
+        out.insert("adapterType".into(), self.adapter_type.into());
         if let Some(adapters) = &self.adapters {
             out.insert(
                 "adapters".into(),
@@ -198,4 +198,7 @@ impl KubernetesConfig {
         out.insert("backend".into(), self.backend.as_str().into());
         Value::Object(out)
     }
+
+    /// How many keys `normalizedConfig` can have: every field of the schema.
+    const NORMALIZED_KEYS: usize = 20;
 }

@@ -61,7 +61,7 @@ fn provider_config_fields(
     };
     // z.boolean().default(false)
     let in_cluster = object.field("inCluster", cx, |v, p, cx| {
-        with_default(v, json!(false), |v| boolean(v, p, cx))
+        with_default(v, || json!(false), |v| boolean(v, p, cx))
     });
     // z.string().optional()
     let kubeconfig = object.field("kubeconfig", cx, |v, p, cx| {
@@ -69,9 +69,11 @@ fn provider_config_fields(
     });
     // z.string().regex(/^[a-z0-9-]{1,32}$/).default("paperclip-")
     let namespace_prefix = object.field("namespacePrefix", cx, |v, p, cx| {
-        with_default(v, json!("paperclip-"), |v| {
-            string(v, p, cx, &[StringCheck::Regex(is_short_dns_fragment, None)])
-        })
+        with_default(
+            v,
+            || json!("paperclip-"),
+            |v| string(v, p, cx, &[StringCheck::Regex(is_short_dns_fragment, None)]),
+        )
     });
     // z.string().regex(/^[a-z0-9-]{1,32}$/).optional()
     let company_slug = object.field("companySlug", cx, |v, p, cx| {
@@ -89,31 +91,41 @@ fn provider_config_fields(
     let egress_allow_fqdns = object.field("egressAllowFqdns", cx, defaulted_string_list);
     // z.array(z.string().regex(cidrRegex, "Invalid CIDR")).default([])
     let egress_allow_cidrs = object.field("egressAllowCidrs", cx, |v, p, cx| {
-        with_default(v, json!([]), |v| {
-            array(v, p, cx, |v, p, cx| {
-                string(
-                    v,
-                    p,
-                    cx,
-                    &[StringCheck::Regex(is_ipv4_cidr_shape, Some(INVALID_CIDR))],
-                )
-            })
-        })
+        with_default(
+            v,
+            || json!([]),
+            |v| {
+                array(v, p, cx, |v, p, cx| {
+                    string(
+                        v,
+                        p,
+                        cx,
+                        &[StringCheck::Regex(is_ipv4_cidr_shape, Some(INVALID_CIDR))],
+                    )
+                })
+            },
+        )
     });
     // z.enum(["cilium", "standard"]).default("standard")
     let egress_mode = object.field("egressMode", cx, |v, p, cx| {
-        with_default(v, json!("standard"), |v| {
-            enumeration(v, p, cx, &EgressMode::OPTIONS)
-                .map(|i| [EgressMode::Cilium, EgressMode::Standard][i])
-        })
+        with_default(
+            v,
+            || json!("standard"),
+            |v| {
+                enumeration(v, p, cx, &EgressMode::OPTIONS)
+                    .map(|i| [EgressMode::Cilium, EgressMode::Standard][i])
+            },
+        )
     });
     // z.record(z.string().refine(key), z.string().refine(value))
     //   .refine(non-empty).default({app: "paperclip-server"})
     let paperclip_server_pod_selector =
         object.field("paperclipServerPodSelector", cx, |v, p, cx| {
-            with_default(v, json!({"app": "paperclip-server"}), |v| {
-                pod_selector(v, p, cx)
-            })
+            with_default(
+                v,
+                || json!({"app": "paperclip-server"}),
+                |v| pod_selector(v, p, cx),
+            )
         });
     // z.object({requests, limits}).optional()
     let default_resources = object.field("defaultResources", cx, |v, p, cx| {
@@ -125,12 +137,36 @@ fn provider_config_fields(
     });
     // z.record(z.string()).default({})
     let service_account_annotations = object.field("serviceAccountAnnotations", cx, |v, p, cx| {
-        with_default(v, json!({}), |v| string_map(v, p, cx))
+        with_default(v, || json!({}), |v| string_map(v, p, cx))
     });
     // z.number().int().nonnegative().default(900)
     let job_ttl_seconds_after_finished =
         object.field("jobTtlSecondsAfterFinished", cx, |v, p, cx| {
-            with_default(v, json!(900), |v| {
+            with_default(
+                v,
+                || json!(900),
+                |v| {
+                    number(
+                        v,
+                        p,
+                        cx,
+                        &[
+                            NumberCheck::Int,
+                            NumberCheck::Min {
+                                value: 0.0,
+                                inclusive: true,
+                            },
+                        ],
+                    )
+                },
+            )
+        });
+    // z.number().int().positive().default(3600)
+    let pod_activity_deadline_sec = object.field("podActivityDeadlineSec", cx, |v, p, cx| {
+        with_default(
+            v,
+            || json!(3600),
+            |v| {
                 number(
                     v,
                     p,
@@ -139,33 +175,17 @@ fn provider_config_fields(
                         NumberCheck::Int,
                         NumberCheck::Min {
                             value: 0.0,
-                            inclusive: true,
+                            inclusive: false,
                         },
                     ],
                 )
-            })
-        });
-    // z.number().int().positive().default(3600)
-    let pod_activity_deadline_sec = object.field("podActivityDeadlineSec", cx, |v, p, cx| {
-        with_default(v, json!(3600), |v| {
-            number(
-                v,
-                p,
-                cx,
-                &[
-                    NumberCheck::Int,
-                    NumberCheck::Min {
-                        value: 0.0,
-                        inclusive: false,
-                    },
-                ],
-            )
-        })
+            },
+        )
     });
     // z.string().default("claude_local").refine(known, {message}): the refinement wraps the
     // default, so it also sees the defaulted value.
     let adapter_type = object.field("adapterType", cx, |v, p, cx| {
-        let parsed = with_default(v, json!("claude_local"), |v| string(v, p, cx, &[]));
+        let parsed = with_default(v, || json!("claude_local"), |v| string(v, p, cx, &[]));
         refine(
             parsed,
             p,
@@ -180,9 +200,14 @@ fn provider_config_fields(
     });
     // z.enum(["sandbox-cr", "job"]).default("sandbox-cr")
     let backend = object.field("backend", cx, |v, p, cx| {
-        with_default(v, json!("sandbox-cr"), |v| {
-            enumeration(v, p, cx, &Backend::OPTIONS).map(|i| [Backend::SandboxCr, Backend::Job][i])
-        })
+        with_default(
+            v,
+            || json!("sandbox-cr"),
+            |v| {
+                enumeration(v, p, cx, &Backend::OPTIONS)
+                    .map(|i| [Backend::SandboxCr, Backend::Job][i])
+            },
+        )
     });
     object.finish(cx, UnknownKeys::Strip, || {
         Some(KubernetesConfig {
@@ -216,7 +241,7 @@ fn string_list(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<Vec<Strin
 
 /// `z.array(z.string()).default([])`
 fn defaulted_string_list(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<Vec<String>> {
-    with_default(v, json!([]), |v| string_list(v, p, cx))
+    with_default(v, || json!([]), |v| string_list(v, p, cx))
 }
 
 /// `z.record(z.string())`
@@ -315,7 +340,7 @@ fn adapter_registry_entry(
     });
     // z.boolean().default(true)
     let enabled = object.field("enabled", cx, |v, p, cx| {
-        with_default(v, json!(true), |v| boolean(v, p, cx))
+        with_default(v, || json!(true), |v| boolean(v, p, cx))
     });
     // z.string().optional()
     let runtime_image = object.field("runtimeImage", cx, |v, p, cx| {

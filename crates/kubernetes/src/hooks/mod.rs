@@ -67,11 +67,13 @@ pub fn validate_config(params: &Value) -> ProviderResult<Value> {
         return Ok(json!({ "ok": false, "errors": [JOB_BACKEND_NO_LOGIN_PTY] }));
     }
     let defaults = get_adapter_defaults(&config.adapter_type, config.adapters.as_deref())?;
-    let mut result = Map::new();
+    // Asked before the config moves into `normalizedConfig`.
+    let warning = validate_config_warning(&config, &defaults.allow_fqdns);
+    let mut result = Map::with_capacity(3);
     result.insert("ok".into(), true.into());
-    result.insert("normalizedConfig".into(), config.to_json());
+    result.insert("normalizedConfig".into(), config.into_json());
     // `warnings: []` becomes `undefined`, which JSON drops.
-    if let Some(warning) = validate_config_warning(&config, &defaults.allow_fqdns) {
+    if let Some(warning) = warning {
         result.insert("warnings".into(), json!([warning]));
     }
     Ok(Value::Object(result))

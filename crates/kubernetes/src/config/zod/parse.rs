@@ -212,14 +212,15 @@ pub fn optional<T>(
 }
 
 /// `.default(value)`: `undefined` is replaced by the default, which then goes through the inner
-/// schema like any input.
+/// schema like any input. The default is built only when it is needed (most configs supply
+/// most fields, and a parse runs on every hook call).
 pub fn with_default<T>(
     input: Input<'_>,
-    default: Value,
+    default: impl FnOnce() -> Value,
     inner: impl FnOnce(Input<'_>) -> Parsed<T>,
 ) -> Parsed<T> {
     match input {
-        None => inner(Some(&default)),
+        None => inner(Some(&default())),
         some => inner(some),
     }
 }

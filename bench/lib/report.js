@@ -72,6 +72,7 @@ export function markdown(r, options) {
   row("worker RSS after initialize (MiB)", (w) => f[`coldStart.${w}`]?.rssMiB, 0);
   row("sequential `environmentValidateConfig` over stdio (calls/s)", (w) => f[`validate.${w}`]?.callsPerSec, 0);
   row("worker CPU per validate call (us)", (w) => f[`validate.${w}`]?.cpuUsPerCall, 0);
+  row("worker CPU per `health` call over stdio (us; a hook call's fixed cost)", (w) => f[`health.${w}`]?.cpuUsPerCall, 0);
   for (const stream of STREAMS) {
     row(`execute, ${stream.label}, delivered as \`execute.log\` (MiB/s)`, (w) => f[`stream.${stream.key}.${w}`]?.mibPerSec, 1, { floors: false });
     row(`  peak worker RSS during it (MiB)`, (w) => f[`stream.${stream.key}.${w}`]?.peakRssMiB, 0, { floors: false });
@@ -118,7 +119,7 @@ export function markdown(r, options) {
   );
   lines.push("- Peak RSS: VmHWM after resetting it (`/proc/<pid>/clear_refs` = 5) before each run, and VmRSS sampled every 20 ms.");
   lines.push("- CPU per call: `/proc/<pid>/stat` utime+stime delta (10 ms ticks) over " + VALIDATE_CALLS + " calls per run.");
-  lines.push("- Cold start and validate: the four workers take turns run by run (validate: all four up at once, 300 warm-up calls each), so load from elsewhere hits them alike.");
+  lines.push("- Cold start and validate: the four workers take turns run by run (validate, then health: all four up at once, 300 warm-up calls of each), so load from elsewhere hits them alike.");
   notesSection(lines, r);
   lines.push("- Numbers on a shared VM drift 30-50 % between runs: compare ratios within one run.");
   return `${lines.join("\n")}\n`;

@@ -15,9 +15,9 @@
 use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
 use sandbox_core::{ProviderError, ProviderResult};
-use serde::Serialize;
 use serde_json::Value;
 
+use crate::json_text;
 use crate::napi_status::check;
 
 /// The first allocation for an outcome's JSON text.
@@ -28,20 +28,17 @@ const LARGE_STRING_BYTES: usize = 256 * 1024;
 
 /// A failure as data: the facade turns it into `Error` with exactly this `message`, `name`,
 /// and a numeric `code` when present (the SDK forwards numeric codes to the host).
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct NativeError {
     pub message: String,
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<i64>,
 }
 
 /// A hook's outcome. `value` absent means the hook resolved with `undefined`.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Outcome {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<NativeError>,
 }
 
@@ -73,22 +70,34 @@ pub fn parse_params(text: &str) -> Result<Value, ProviderError> {
 }
 
 impl Outcome {
-    /// The JSON text the facade parses. Serialising a `Value` cannot fail; the fallback keeps
-    /// that promise without a panic path.
+    /// The JSON text the facade parses: `{"value": …}`, `{"error": {message, name, code?}}` or
+    /// `{}` (resolved with `undefined`).
     pub fn into_json(self) -> String {
-        // serde_json::to_string starts at 128 bytes and doubles: four regrowths, each a copy, for
-        // a kilobyte-sized validate result. Most outcomes fit this, and a larger first block
-        // costs malloc no more.
+        // One buffer that most outcomes fit: serde_json::to_string started at 128 bytes and
+        // doubled, four regrowths (each a copy) for a kilobyte-sized validate result.
         let mut text = Vec::with_capacity(OUTCOME_TEXT_CAPACITY);
-        let written = serde_json::to_writer(&mut text, &self)
-            // serde_json writes UTF-8 only.
-            .map(|()| String::from_utf8(text).unwrap_or_default());
-        written.unwrap_or_else(|error| {
-            format!(
-                r#"{{"error":{{"message":"paperclip-sandbox-native internal error: {}","name":"Error"}}}}"#,
-                error.to_string().replace(['"', '\\'], "'")
-            )
-        })
+        text.push(b'{');
+        if let Some(value) = &self.value {
+            text.extend_from_slice(br#""value":"#);
+            json_text::write_value(&mut text, value);
+        }
+        if let Some(error) = &self.error {
+            if self.value.is_some() {
+                text.push(b',');
+            }
+            text.extend_from_slice(br#""error":{"message":"#);
+            json_text::write_str(&mut text, &error.message);
+            text.extend_from_slice(br#","name":"#);
+            json_text::write_str(&mut text, &error.name);
+            if let Some(code) = error.code {
+                text.extend_from_slice(br#","code":"#);
+                text.extend_from_slice(code.to_string().as_bytes());
+            }
+            text.push(b'}');
+        }
+        text.push(b'}');
+        // Only whole strings and ASCII punctuation were written: always UTF-8.
+        String::from_utf8(text).unwrap_or_default()
     }
 
     pub fn value(value: Value) -> Self {
@@ -264,4 +273,34 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
     };
     check(status, "the execute result (string)")?;
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parsed(outcome: Outcome) -> Value {
+        serde_json::from_str(&outcome.into_json()).expect("the outcome is JSON")
+    }
+
+    #[test]
+    fn outcomes_are_the_objects_the_facade_reads() {
+        assert_eq!(parsed(Outcome::nothing()), json!({}));
+        let value = json!({"ok": true, "normalizedConfig": {"kubeconfig": "a: \"b\"\n"}});
+        assert_eq!(
+            parsed(Outcome::value(value.clone())),
+            json!({ "value": value })
+        );
+        let mut failed = ProviderError::new("bad \"input\"\n");
+        failed.code = Some(-32001);
+        assert_eq!(
+            parsed(Outcome::error(failed)),
+            json!({"error": {"message": "bad \"input\"\n", "name": "Error", "code": -32001}})
+        );
+        assert_eq!(
+            parsed(Outcome::error(ProviderError::new("plain"))),
+            json!({"error": {"message": "plain", "name": "Error"}})
+        );
+    }
 }

@@ -10,7 +10,7 @@ use super::patterns::{
     is_ipv4_cidr_shape, is_short_dns_fragment, is_valid_label_key, is_valid_label_value,
 };
 use super::zod::{
-    Input, NumberCheck, ObjectInput, ParseCtx, Parsed, PathSegment, StringCheck, UnknownKeys,
+    Input, NumberCheck, ObjectInput, ParseCtx, Parsed, PathRef, StringCheck, UnknownKeys,
     ZodIssues, any_string_key, array, boolean, enumeration, number, optional, record, refine,
     string, with_default,
 };
@@ -26,17 +26,15 @@ pub const SELECTOR_VALUE_INVALID: &str =
 pub const SELECTOR_EMPTY: &str = "paperclipServerPodSelector must not be empty";
 pub const UNKNOWN_ADAPTER_TYPE: &str = "adapterType must be one of the known adapter types";
 
-type Path<'p> = &'p [PathSegment];
-
 /// The provider config schema, object-level refinement included.
 pub(super) fn parse_provider_config(raw: Input<'_>) -> Result<KubernetesConfig, ZodIssues> {
     let mut cx = ParseCtx::new();
-    let fields = provider_config_fields(raw, &[], &mut cx);
+    let fields = provider_config_fields(raw, &PathRef::Root, &mut cx);
     // `.refine((cfg) => cfg.inCluster || cfg.kubeconfig, …)`: JS truthiness, so an empty
     // kubeconfig fails and a whitespace-only one passes.
     let config = refine(
         fields,
-        &[],
+        &PathRef::Root,
         &mut cx,
         |cfg| cfg.in_cluster || cfg.kubeconfig.as_deref().is_some_and(|k| !k.is_empty()),
         AUTH_REQUIRED,
@@ -47,13 +45,13 @@ pub(super) fn parse_provider_config(raw: Input<'_>) -> Result<KubernetesConfig, 
 /// `adapterRegistrySchema.safeParse(raw)`, for callers that take a registry on its own.
 pub fn parse_adapter_registry(raw: &Value) -> Result<Vec<AdapterRegistryEntry>, ZodIssues> {
     let mut cx = ParseCtx::new();
-    let parsed = adapter_registry(Some(raw), &[], &mut cx);
+    let parsed = adapter_registry(Some(raw), &PathRef::Root, &mut cx);
     cx.finish(parsed)
 }
 
 fn provider_config_fields(
     raw: Input<'_>,
-    path: Path<'_>,
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
 ) -> Parsed<KubernetesConfig> {
     let Some(mut object) = ObjectInput::new(raw, path, cx) else {
@@ -235,23 +233,23 @@ fn provider_config_fields(
 }
 
 /// `z.array(z.string())`
-fn string_list(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<Vec<String>> {
+fn string_list(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<Vec<String>> {
     array(v, p, cx, |v, p, cx| string(v, p, cx, &[]))
 }
 
 /// `z.array(z.string()).default([])`
-fn defaulted_string_list(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<Vec<String>> {
+fn defaulted_string_list(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<Vec<String>> {
     with_default(v, || json!([]), |v| string_list(v, p, cx))
 }
 
 /// `z.record(z.string())`
-fn string_map(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<StringMap> {
+fn string_map(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<StringMap> {
     record(v, p, cx, any_string_key, |v, p, cx| string(v, p, cx, &[]))
 }
 
 /// The paperclip-server pod selector: each key then its value checked as a Kubernetes label,
 /// then the whole map checked non-empty (only when no value had the wrong type).
-fn pod_selector(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<StringMap> {
+fn pod_selector(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<StringMap> {
     let labels = record(
         v,
         p,
@@ -280,7 +278,7 @@ fn pod_selector(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<StringMa
 }
 
 /// `z.object({requests: quantities.optional(), limits: quantities.optional()})` (strip).
-fn default_resources(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<DefaultResources> {
+fn default_resources(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<DefaultResources> {
     let Some(mut object) = ObjectInput::new(v, p, cx) else {
         return Parsed::Aborted;
     };
@@ -299,7 +297,7 @@ fn default_resources(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<Def
 }
 
 /// `z.object({cpu: z.string(), memory: z.string()}).partial()` (strip).
-fn quantities(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<ResourceQuantities> {
+fn quantities(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<ResourceQuantities> {
     let Some(mut object) = ObjectInput::new(v, p, cx) else {
         return Parsed::Aborted;
     };
@@ -318,7 +316,7 @@ fn quantities(v: Input<'_>, p: Path<'_>, cx: &mut ParseCtx) -> Parsed<ResourceQu
 /// `z.array(adapterRegistryEntrySchema)`
 fn adapter_registry(
     v: Input<'_>,
-    p: Path<'_>,
+    p: &PathRef<'_>,
     cx: &mut ParseCtx,
 ) -> Parsed<Vec<AdapterRegistryEntry>> {
     array(v, p, cx, adapter_registry_entry)
@@ -328,7 +326,7 @@ fn adapter_registry(
 /// declared fields' issues).
 fn adapter_registry_entry(
     v: Input<'_>,
-    p: Path<'_>,
+    p: &PathRef<'_>,
     cx: &mut ParseCtx,
 ) -> Parsed<AdapterRegistryEntry> {
     let Some(mut object) = ObjectInput::new(v, p, cx) else {

@@ -22,8 +22,7 @@ use serde_json::Value;
 /// A value being parsed. `None` is JS `undefined` (a missing key).
 pub type Input<'a> = Option<&'a Value>;
 
-/// One step of an issue's `path`. A schema field's key is a `&'static str` borrowed as it is (a
-/// path is built for every field of every parse, an issue is rare); a record's key is owned.
+/// One step of an issue's `path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathSegment {
     Key(Cow<'static, str>),
@@ -39,14 +38,48 @@ impl PathSegment {
     }
 }
 
-pub type Path = Vec<PathSegment>;
+/// Where a value sits in the input, as zod's `ParseInputLazyPath` keeps it: one step and its
+/// parent's place, borrowed from the caller's stack frame. Descending into a field or an item
+/// costs nothing; the chain becomes an issue's `path` ([`PathRef::segments`]) only when an issue
+/// is raised, which is rare beside the fields of every parse of every hook call.
+#[derive(Debug, Clone, Copy)]
+pub enum PathRef<'a> {
+    Root,
+    Key(&'a PathRef<'a>, &'a str),
+    Index(&'a PathRef<'a>, usize),
+}
 
-/// `path` extended by one step, as zod's `ParseInputLazyPath` does for a child value.
-pub fn child_path(path: &[PathSegment], segment: PathSegment) -> Path {
-    let mut child = Vec::with_capacity(path.len() + 1);
-    child.extend_from_slice(path);
-    child.push(segment);
-    child
+impl<'a> PathRef<'a> {
+    /// The place of this value's field `key`.
+    pub fn key(&'a self, key: &'a str) -> PathRef<'a> {
+        PathRef::Key(self, key)
+    }
+
+    /// The place of this array's item `index`.
+    pub fn index(&'a self, index: usize) -> PathRef<'a> {
+        PathRef::Index(self, index)
+    }
+
+    /// The steps from the root to here, as an issue's `path` lists them.
+    pub fn segments(&self) -> Vec<PathSegment> {
+        let mut steps = Vec::new();
+        let mut at = self;
+        loop {
+            match at {
+                PathRef::Root => break,
+                PathRef::Key(parent, key) => {
+                    steps.push(PathSegment::Key((*key).to_owned().into()));
+                    at = parent;
+                }
+                PathRef::Index(parent, index) => {
+                    steps.push(PathSegment::Index(*index));
+                    at = parent;
+                }
+            }
+        }
+        steps.reverse();
+        steps
+    }
 }
 
 /// zod's `ZodParsedType`: the type names that appear as `expected`/`received` in issues.

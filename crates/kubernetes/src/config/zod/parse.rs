@@ -5,7 +5,7 @@ use js_compat::{json, string};
 use serde_json::{Map, Value};
 
 use super::issue::{Issue, IssueData, SizedKind, ZodIssues};
-use super::{Input, ParsedType, Path, PathSegment, child_path};
+use super::{Input, ParsedType, PathRef};
 
 /// Collects issues as zod's shared parse context does.
 #[derive(Debug, Default)]
@@ -19,8 +19,8 @@ impl ParseCtx {
     }
 
     /// `addIssueToContext`.
-    pub fn add_issue(&mut self, path: &[PathSegment], data: IssueData) {
-        self.issues.push(Issue::make(path, data));
+    pub fn add_issue(&mut self, path: &PathRef<'_>, data: IssueData) {
+        self.issues.push(Issue::make(&path.segments(), data));
     }
 
     /// `safeParse`'s verdict: success only when the value parsed clean.
@@ -87,7 +87,7 @@ pub enum StringCheck<'a> {
 /// `z.string()` with its checks.
 pub fn string(
     input: Input<'_>,
-    path: &[PathSegment],
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
     checks: &[StringCheck<'_>],
 ) -> Parsed<String> {
@@ -129,7 +129,7 @@ pub enum NumberCheck {
 /// `z.number()` with its checks. The value is a JS number (`f64`).
 pub fn number(
     input: Input<'_>,
-    path: &[PathSegment],
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
     checks: &[NumberCheck],
 ) -> Parsed<f64> {
@@ -164,7 +164,7 @@ pub fn number(
 }
 
 /// `z.boolean()`.
-pub fn boolean(input: Input<'_>, path: &[PathSegment], cx: &mut ParseCtx) -> Parsed<bool> {
+pub fn boolean(input: Input<'_>, path: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<bool> {
     match input {
         Some(Value::Bool(b)) => Parsed::Valid(*b),
         _ => {
@@ -180,7 +180,7 @@ pub fn boolean(input: Input<'_>, path: &[PathSegment], cx: &mut ParseCtx) -> Par
 /// `z.enum(options)`: the index of the matching option.
 pub fn enumeration(
     input: Input<'_>,
-    path: &[PathSegment],
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
     options: &[&str],
 ) -> Parsed<usize> {
@@ -229,7 +229,7 @@ pub fn with_default<T>(
 /// issue at the value's path and marks it dirty.
 pub fn refine<T>(
     inner: Parsed<T>,
-    path: &[PathSegment],
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
     check: impl FnOnce(&T) -> bool,
     message: &str,
@@ -250,9 +250,9 @@ pub fn refine<T>(
 /// statuses merge.
 pub fn array<T>(
     input: Input<'_>,
-    path: &[PathSegment],
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
-    mut item: impl FnMut(Input<'_>, &[PathSegment], &mut ParseCtx) -> Parsed<T>,
+    mut item: impl FnMut(Input<'_>, &PathRef<'_>, &mut ParseCtx) -> Parsed<T>,
 ) -> Parsed<Vec<T>> {
     let Some(Value::Array(items)) = input else {
         cx.add_issue(
@@ -264,13 +264,7 @@ pub fn array<T>(
     let results: Vec<Parsed<T>> = items
         .iter()
         .enumerate()
-        .map(|(index, value)| {
-            item(
-                Some(value),
-                &child_path(path, PathSegment::Index(index)),
-                cx,
-            )
-        })
+        .map(|(index, value)| item(Some(value), &path.index(index), cx))
         .collect();
     merge(results)
 }
@@ -279,10 +273,10 @@ pub fn array<T>(
 /// The result keeps that order and, as zod's merge does, never sets a `__proto__` key.
 pub fn record<V>(
     input: Input<'_>,
-    path: &[PathSegment],
+    path: &PathRef<'_>,
     cx: &mut ParseCtx,
-    mut key_schema: impl FnMut(&str, &[PathSegment], &mut ParseCtx) -> Parsed<String>,
-    mut value_schema: impl FnMut(Input<'_>, &[PathSegment], &mut ParseCtx) -> Parsed<V>,
+    mut key_schema: impl FnMut(&str, &PathRef<'_>, &mut ParseCtx) -> Parsed<String>,
+    mut value_schema: impl FnMut(Input<'_>, &PathRef<'_>, &mut ParseCtx) -> Parsed<V>,
 ) -> Parsed<Vec<(String, V)>> {
     let Some(Value::Object(map)) = input else {
         cx.add_issue(
@@ -293,7 +287,7 @@ pub fn record<V>(
     };
     let mut pairs = Vec::new();
     for (key, value) in json::entries(map) {
-        let entry_path = child_path(path, PathSegment::Key(key.clone().into()));
+        let entry_path = path.key(key);
         let key = key_schema(key, &entry_path, cx);
         let value = value_schema(Some(value), &entry_path, cx);
         pairs.push((key, value));
@@ -316,7 +310,7 @@ pub fn record<V>(
 }
 
 /// A record whose keys are plain `z.string()` (always valid: object keys are strings).
-pub fn any_string_key(key: &str, _path: &[PathSegment], _cx: &mut ParseCtx) -> Parsed<String> {
+pub fn any_string_key(key: &str, _path: &PathRef<'_>, _cx: &mut ParseCtx) -> Parsed<String> {
     Parsed::Valid(key.to_string())
 }
 
@@ -351,7 +345,7 @@ pub enum UnknownKeys {
 /// ```
 pub struct ObjectInput<'a> {
     map: &'a Map<String, Value>,
-    path: Path,
+    path: &'a PathRef<'a>,
     shape_keys: Vec<&'static str>,
     aborted: bool,
     dirty: bool,
@@ -359,7 +353,7 @@ pub struct ObjectInput<'a> {
 
 impl<'a> ObjectInput<'a> {
     /// The object type guard. `None` means the issue was raised and the object aborted.
-    pub fn new(input: Input<'a>, path: &[PathSegment], cx: &mut ParseCtx) -> Option<Self> {
+    pub fn new(input: Input<'a>, path: &'a PathRef<'a>, cx: &mut ParseCtx) -> Option<Self> {
         let Some(Value::Object(map)) = input else {
             cx.add_issue(
                 path,
@@ -369,7 +363,7 @@ impl<'a> ObjectInput<'a> {
         };
         Some(Self {
             map,
-            path: path.to_vec(),
+            path,
             shape_keys: Vec::new(),
             aborted: false,
             dirty: false,
@@ -381,10 +375,10 @@ impl<'a> ObjectInput<'a> {
         &mut self,
         key: &'static str,
         cx: &mut ParseCtx,
-        schema: impl FnOnce(Input<'_>, &[PathSegment], &mut ParseCtx) -> Parsed<T>,
+        schema: impl FnOnce(Input<'_>, &PathRef<'_>, &mut ParseCtx) -> Parsed<T>,
     ) -> Option<T> {
         self.shape_keys.push(key);
-        let path = child_path(&self.path, PathSegment::Key(key.into()));
+        let path = self.path.key(key);
         let parsed = schema(self.map.get(key), &path, cx);
         self.aborted |= parsed.is_aborted();
         self.dirty |= parsed.is_dirty();
@@ -406,7 +400,7 @@ impl<'a> ObjectInput<'a> {
                 .filter(|key| !self.shape_keys.contains(&key.as_str()))
                 .collect();
             if !extra.is_empty() {
-                cx.add_issue(&self.path, IssueData::unrecognized_keys(&extra));
+                cx.add_issue(self.path, IssueData::unrecognized_keys(&extra));
                 self.dirty = true;
             }
         }
@@ -429,7 +423,9 @@ mod tests {
     fn array_reports_every_item_then_aborts_on_a_type_error() {
         let mut cx = ParseCtx::new();
         let input = json!([1, "ok", null]);
-        let parsed = array(Some(&input), &[], &mut cx, |v, p, cx| string(v, p, cx, &[]));
+        let parsed = array(Some(&input), &PathRef::Root, &mut cx, |v, p, cx| {
+            string(v, p, cx, &[])
+        });
         assert!(parsed.is_aborted());
         assert_eq!(cx.issues.len(), 2);
         assert_eq!(cx.issues[1].path(), &[json!(2)]);
@@ -438,10 +434,22 @@ mod tests {
     #[test]
     fn refine_skips_aborted_and_runs_on_dirty() {
         let mut cx = ParseCtx::new();
-        let aborted = refine(Parsed::<u8>::Aborted, &[], &mut cx, |_| false, "never");
+        let aborted = refine(
+            Parsed::<u8>::Aborted,
+            &PathRef::Root,
+            &mut cx,
+            |_| false,
+            "never",
+        );
         assert!(aborted.is_aborted());
         assert!(cx.issues.is_empty());
-        let dirty = refine(Parsed::Dirty(1u8), &[], &mut cx, |_| false, "ran");
+        let dirty = refine(
+            Parsed::Dirty(1u8),
+            &PathRef::Root,
+            &mut cx,
+            |_| false,
+            "ran",
+        );
         assert!(dirty.is_dirty());
         assert_eq!(cx.issues[0].message(), "ran");
     }

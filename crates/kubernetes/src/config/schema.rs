@@ -140,45 +140,11 @@ fn provider_config_fields(
     // z.number().int().nonnegative().default(900)
     let job_ttl_seconds_after_finished =
         object.field("jobTtlSecondsAfterFinished", cx, |v, p, cx| {
-            with_default(
-                v,
-                || json!(900),
-                |v| {
-                    number(
-                        v,
-                        p,
-                        cx,
-                        &[
-                            NumberCheck::Int,
-                            NumberCheck::Min {
-                                value: 0.0,
-                                inclusive: true,
-                            },
-                        ],
-                    )
-                },
-            )
+            with_default(v, || json!(900), |v| integer_from_zero(v, p, cx, true))
         });
     // z.number().int().positive().default(3600)
     let pod_activity_deadline_sec = object.field("podActivityDeadlineSec", cx, |v, p, cx| {
-        with_default(
-            v,
-            || json!(3600),
-            |v| {
-                number(
-                    v,
-                    p,
-                    cx,
-                    &[
-                        NumberCheck::Int,
-                        NumberCheck::Min {
-                            value: 0.0,
-                            inclusive: false,
-                        },
-                    ],
-                )
-            },
-        )
+        with_default(v, || json!(3600), |v| integer_from_zero(v, p, cx, false))
     });
     // z.string().default("claude_local").refine(known, {message}): the refinement wraps the
     // default, so it also sees the defaulted value.
@@ -230,6 +196,20 @@ fn provider_config_fields(
             backend: backend?,
         })
     })
+}
+
+/// `z.number().int()` then `.nonnegative()` (`zero_allowed`) or `.positive()`.
+fn integer_from_zero(
+    v: Input<'_>,
+    p: &PathRef<'_>,
+    cx: &mut ParseCtx,
+    zero_allowed: bool,
+) -> Parsed<f64> {
+    let min = NumberCheck::Min {
+        value: 0.0,
+        inclusive: zero_allowed,
+    };
+    number(v, p, cx, &[NumberCheck::Int, min])
 }
 
 /// `z.array(z.string())`

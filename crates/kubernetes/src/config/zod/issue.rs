@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ParsedType, PathSegment};
+use super::{ParsedType, PathRef};
 use js_compat::{json, number, value};
 
 /// The object literal zod passes to `addIssueToContext` (its "issueData"), keys in the order
@@ -154,8 +154,8 @@ impl Issue {
     /// zod's `makeIssue`: `{...issueData, path, message}`, where spreading keeps issueData's key
     /// order and a later key that already exists keeps its place. The message is issueData's own
     /// when defined, else the default error map's.
-    pub fn make(path: &[PathSegment], data: IssueData) -> Issue {
-        let mut full_path: Vec<Value> = path.iter().map(PathSegment::to_json).collect();
+    pub fn make(path: &PathRef<'_>, data: IssueData) -> Issue {
+        let mut full_path = path.to_json();
         if let Some(Value::Array(extra)) = data.get("path") {
             full_path.extend(extra.iter().cloned());
         }
@@ -372,44 +372,44 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn issue_text(data: IssueData, path: &[PathSegment]) -> String {
+    fn issue_text(data: IssueData, path: &PathRef<'_>) -> String {
         serde_json::to_string(&Issue::make(path, data).to_json()).unwrap()
     }
 
     #[test]
     fn issue_keys_follow_zods_construction_order() {
-        let key = |k: &str| PathSegment::Key(k.to_owned().into());
+        let root = PathRef::Root;
         assert_eq!(
             issue_text(
                 IssueData::invalid_type(ParsedType::Boolean, ParsedType::String),
-                &[key("a")]
+                &root.key("a")
             ),
             r#"{"code":"invalid_type","expected":"boolean","received":"string","path":["a"],"message":"Expected boolean, received string"}"#
         );
         assert_eq!(
-            issue_text(IssueData::invalid_string("regex", None), &[]),
+            issue_text(IssueData::invalid_string("regex", None), &root),
             r#"{"validation":"regex","code":"invalid_string","message":"Invalid","path":[]}"#
         );
         assert_eq!(
-            issue_text(IssueData::not_integer(None), &[]),
+            issue_text(IssueData::not_integer(None), &root),
             r#"{"code":"invalid_type","expected":"integer","received":"float","message":"Expected integer, received float","path":[]}"#
         );
         assert_eq!(
             issue_text(
                 IssueData::enum_invalid_type(&["a", "b"], ParsedType::Number),
-                &[]
+                &root
             ),
             r#"{"expected":"'a' | 'b'","received":"number","code":"invalid_type","path":[],"message":"Expected 'a' | 'b', received number"}"#
         );
         assert_eq!(
-            issue_text(IssueData::custom("m"), &[PathSegment::Index(0)]),
+            issue_text(IssueData::custom("m"), &root.index(0)),
             r#"{"code":"custom","message":"m","path":[0]}"#
         );
     }
 
     #[test]
     fn default_messages() {
-        let message = |data: IssueData| Issue::make(&[], data).message().to_string();
+        let message = |data: IssueData| Issue::make(&PathRef::Root, data).message().to_string();
         assert_eq!(
             message(IssueData::invalid_type(
                 ParsedType::String,

@@ -15,32 +15,14 @@ pub use parse::{
     boolean, enumeration, number, optional, record, refine, string, with_default,
 };
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 /// A value being parsed. `None` is JS `undefined` (a missing key).
 pub type Input<'a> = Option<&'a Value>;
 
-/// One step of an issue's `path`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathSegment {
-    Key(Cow<'static, str>),
-    Index(usize),
-}
-
-impl PathSegment {
-    fn to_json(&self) -> Value {
-        match self {
-            PathSegment::Key(key) => Value::String(key.to_string()),
-            PathSegment::Index(index) => Value::from(*index),
-        }
-    }
-}
-
 /// Where a value sits in the input, as zod's `ParseInputLazyPath` keeps it: one step and its
 /// parent's place, borrowed from the caller's stack frame. Descending into a field or an item
-/// costs nothing; the chain becomes an issue's `path` ([`PathRef::segments`]) only when an issue
+/// costs nothing; the chain becomes an issue's `path` ([`PathRef::to_json`]) only when an issue
 /// is raised, which is rare beside the fields of every parse of every hook call.
 #[derive(Debug, Clone, Copy)]
 pub enum PathRef<'a> {
@@ -60,19 +42,20 @@ impl<'a> PathRef<'a> {
         PathRef::Index(self, index)
     }
 
-    /// The steps from the root to here, as an issue's `path` lists them.
-    pub fn segments(&self) -> Vec<PathSegment> {
+    /// The steps from the root to here, as an issue's `path` array lists them: keys as
+    /// strings, indexes as numbers.
+    pub fn to_json(&self) -> Vec<Value> {
         let mut steps = Vec::new();
         let mut at = self;
         loop {
             match at {
                 PathRef::Root => break,
                 PathRef::Key(parent, key) => {
-                    steps.push(PathSegment::Key((*key).to_owned().into()));
+                    steps.push(Value::from(*key));
                     at = parent;
                 }
                 PathRef::Index(parent, index) => {
-                    steps.push(PathSegment::Index(*index));
+                    steps.push(Value::from(*index));
                     at = parent;
                 }
             }

@@ -20,7 +20,7 @@ impl ParseCtx {
 
     /// `addIssueToContext`.
     pub fn add_issue(&mut self, path: &PathRef<'_>, data: IssueData) {
-        self.issues.push(Issue::make(&path.segments(), data));
+        self.issues.push(Issue::make(path, data));
     }
 
     /// `safeParse`'s verdict: success only when the value parsed clean.

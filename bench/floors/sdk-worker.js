@@ -1,5 +1,5 @@
-// Floor 2: an SDK-only worker: definePlugin + runWorker, hooks that do nothing (or return
-// {ok:true}), and an execute hook that emits synthetic `execute.log` chunks through
+// Floor 2: an SDK-only worker: definePlugin + runWorker, hooks that do nothing (validate hands its
+// config back), and an execute hook that emits synthetic `execute.log` chunks through
 // ctx.execution.log, so the bench can separate the SDK's own cost from the provider's.
 //
 // Execute params (bench-only): `args: [totalBytes, chunkBytes, delayMs?]` (strings, as the host
@@ -20,8 +20,10 @@ const plugin = definePlugin({
     return { status: "ok" };
   },
   async onShutdown() {},
-  async onEnvironmentValidateConfig() {
-    return { ok: true };
+  // The config handed back as `normalizedConfig`: the least a plugin can do that honours the
+  // contract's reply, so the SDK's stringify of a reply carrying the config is in the floor.
+  async onEnvironmentValidateConfig(params) {
+    return { ok: true, normalizedConfig: params?.config };
   },
   async onEnvironmentExecute(params) {
     const [total, chunk, delayMs = 0] = (params.args ?? []).map(Number);

@@ -5,7 +5,7 @@
 //! so the checks below see the same components the original saw.
 
 use sandbox_core::ProviderError;
-use url::Url;
+use url::{Position, Url};
 
 use super::messages;
 
@@ -27,7 +27,11 @@ pub(crate) fn api_origin(text: &str) -> Result<String, ProviderError> {
     if !is_plain_origin(&url) {
         return Err(ProviderError::new(messages::API_URL_NOT_ORIGIN));
     }
-    Ok(url.origin().ascii_serialization())
+    // For an http(s) URL without credentials, its serialisation up to the path is exactly the
+    // origin's ASCII serialisation (`scheme://host[:port]`, the default port already dropped by
+    // the parser), so it is sliced out of the parsed URL rather than formatted again
+    // (`Origin::ascii_serialization` went through `format!` and the host's `Display`).
+    Ok(url[..Position::BeforePath].to_owned())
 }
 
 /// Everything beyond scheme, host and port is refused: credentials would be sent along, and a

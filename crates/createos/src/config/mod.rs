@@ -49,24 +49,24 @@ pub struct CreateOsConfig {
 
 impl CreateOsConfig {
     /// The `normalizedConfig` object, keys in the order the original emitted them. Built value by
-    /// value: `json!` would run each field through `serde_json::to_value`, a second copy of it.
-    pub fn to_json(&self) -> Value {
-        let text = |field: &Option<String>| field.clone().map_or(Value::Null, Value::String);
+    /// value, its strings moved in: `json!` would run each field through `serde_json::to_value`, a second copy of it.
+    pub fn into_json(self) -> Value {
+        let text = |field: Option<String>| field.map_or(Value::Null, Value::String);
         let rootfs_by_adapter: Map<String, Value> = self
             .rootfs_by_adapter
-            .iter()
-            .map(|(adapter, rootfs)| (adapter.clone(), Value::from(rootfs.as_str())))
+            .into_iter()
+            .map(|(adapter, rootfs)| (adapter, Value::String(rootfs)))
             .collect();
-        let egress_allowlist = self.egress_allowlist.iter().cloned().map(Value::String);
+        let egress_allowlist = self.egress_allowlist.into_iter().map(Value::String);
         let mut out = Map::with_capacity(11);
-        out.insert("apiUrl".into(), Value::String(self.api_url.clone()));
-        out.insert("apiKey".into(), text(&self.api_key));
-        out.insert("shape".into(), Value::String(self.shape.clone()));
-        out.insert("snapshot".into(), text(&self.snapshot));
-        out.insert("rootfs".into(), text(&self.rootfs));
+        out.insert("apiUrl".into(), Value::String(self.api_url));
+        out.insert("apiKey".into(), text(self.api_key));
+        out.insert("shape".into(), Value::String(self.shape));
+        out.insert("snapshot".into(), text(self.snapshot));
+        out.insert("rootfs".into(), text(self.rootfs));
         out.insert("rootfsByAdapter".into(), Value::Object(rootfs_by_adapter));
         out.insert("egressAllowlist".into(), egress_allowlist.collect());
-        out.insert("region".into(), text(&self.region));
+        out.insert("region".into(), text(self.region));
         out.insert("timeoutMs".into(), self.timeout_ms.into());
         out.insert("reuseLease".into(), self.reuse_lease.into());
         out.insert(
@@ -149,7 +149,7 @@ fn validation_result(parsed: Result<CreateOsConfig, ProviderError>) -> Value {
         Ok(config) => {
             let mut result = Map::with_capacity(2);
             result.insert("ok".into(), Value::Bool(true));
-            result.insert("normalizedConfig".into(), config.to_json());
+            result.insert("normalizedConfig".into(), config.into_json());
             Value::Object(result)
         }
         Err(error) => json!({ "ok": false, "errors": [error.message] }),

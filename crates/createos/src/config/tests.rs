@@ -224,7 +224,7 @@ fn integral_floats_are_emitted_as_integers() {
     let raw: Value =
         serde_json::from_str(r#"{"apiUrl":"https://a.example","shape":"s","timeoutMs":1e3,"autoPauseAfterSeconds":120.0}"#)
             .unwrap();
-    let normalized = parsed(&raw).to_json();
+    let normalized = parsed(&raw).into_json();
     assert_eq!(normalized["timeoutMs"].to_string(), "1000");
     assert_eq!(normalized["autoPauseAfterSeconds"].to_string(), "120");
 }
@@ -277,7 +277,7 @@ fn rootfs_by_adapter_follows_js_object_assignment() {
         "rootfsByAdapter",
         json!({ "b": " x ", "claude_local\r": "c:1", " 2 ": "two", "__proto__": "p", " b": "y", "1": "one" }),
     );
-    let normalized = parsed(&raw).to_json();
+    let normalized = parsed(&raw).into_json();
     // Array-index keys first (ascending), then insertion order; a re-assigned key keeps its
     // first position; `__proto__` is ignored; trailing CR is trimmed from keys.
     assert_eq!(

@@ -11,7 +11,6 @@ pub mod execution_log;
 pub mod explain;
 pub mod guard;
 pub mod host;
-mod json_text;
 mod napi_status;
 pub mod outcome;
 pub mod provider;

@@ -14,10 +14,9 @@
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
-use sandbox_core::{ProviderError, ProviderResult};
+use sandbox_core::{HookValue, ProviderError, ProviderResult, json_text};
 use serde_json::Value;
 
-use crate::json_text;
 use crate::napi_status::check;
 
 /// The first allocation for an outcome's JSON text.
@@ -38,7 +37,7 @@ pub struct NativeError {
 /// A hook's outcome. `value` absent means the hook resolved with `undefined`.
 #[derive(Debug)]
 pub struct Outcome {
-    pub value: Option<Value>,
+    pub value: Option<HookValue>,
     pub error: Option<NativeError>,
 }
 
@@ -77,9 +76,17 @@ impl Outcome {
         // doubled, four regrowths (each a copy) for a kilobyte-sized validate result.
         let mut text = Vec::with_capacity(OUTCOME_TEXT_CAPACITY);
         text.push(b'{');
-        if let Some(value) = &self.value {
-            text.extend_from_slice(br#""value":"#);
-            json_text::write_value(&mut text, value);
+        match &self.value {
+            Some(HookValue::Tree(value)) => {
+                text.extend_from_slice(br#""value":"#);
+                json_text::write_value(&mut text, value);
+            }
+            // Written by the provider from typed data: one well-formed value, as it is.
+            Some(HookValue::Text(value)) => {
+                text.extend_from_slice(br#""value":"#);
+                text.extend_from_slice(value.as_str().as_bytes());
+            }
+            None => {}
         }
         if let Some(error) = &self.error {
             if self.value.is_some() {
@@ -100,9 +107,9 @@ impl Outcome {
         String::from_utf8(text).unwrap_or_default()
     }
 
-    pub fn value(value: Value) -> Self {
+    pub fn value(value: impl Into<HookValue>) -> Self {
         Self {
-            value: Some(value),
+            value: Some(value.into()),
             error: None,
         }
     }
@@ -135,8 +142,8 @@ impl From<ProviderResult<Value>> for Outcome {
     }
 }
 
-impl From<ProviderResult<Option<Value>>> for Outcome {
-    fn from(result: ProviderResult<Option<Value>>) -> Self {
+impl From<ProviderResult<Option<HookValue>>> for Outcome {
+    fn from(result: ProviderResult<Option<HookValue>>) -> Self {
         match result {
             Ok(Some(value)) => Outcome::value(value),
             Ok(None) => Outcome::nothing(),
@@ -154,7 +161,7 @@ impl ToNapiValue for ExecuteOutcome {
     unsafe fn to_napi_value(env: sys::napi_env, outcome: Self) -> napi::Result<sys::napi_value> {
         let text = match outcome.0 {
             Outcome {
-                value: Some(value),
+                value: Some(HookValue::Tree(value)),
                 error: None,
             } if holds_large_string(&value) => {
                 let mut wrapper = serde_json::Map::new();

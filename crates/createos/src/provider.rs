@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use sandbox_core::hook::{resolves, resolves_maybe};
-use sandbox_core::{Hook, HookFuture, HostSink, Provider, ProviderError, ProviderResult};
+use sandbox_core::{
+    Hook, HookFuture, HookValue, HostSink, Provider, ProviderError, ProviderResult,
+};
 use serde_json::{Value, json};
 
 use crate::client::{Clients, HostApiKey};
@@ -91,7 +93,7 @@ impl CreateOsProvider {
     }
 
     /// `onEnvironmentValidateConfig`: parse only, no network and no key resolution.
-    pub fn validate_config(&self, params: &Value) -> Value {
+    pub fn validate_config(&self, params: &Value) -> HookValue {
         config::validate_config_params(params)
     }
 

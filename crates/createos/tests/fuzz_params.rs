@@ -194,7 +194,9 @@ fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
                 Ok(_) => {}
                 Err(error) => PROPERTIES.check_error("parse_config", &raw, &error)?,
             }
-            let validated = CreateOsProvider::new().validate_config(&json!({ "config": raw }));
+            let validated = CreateOsProvider::new()
+                .validate_config(&json!({ "config": raw }))
+                .into_value();
             PROPERTIES.check_result("validate_config", &validated)?;
             if let Some(errors) = validated.get("errors").and_then(Value::as_array) {
                 for message in errors {
@@ -221,7 +223,9 @@ fn valid_looking_configs_with_arbitrary_fields() {
             // `normalizedConfig` is the host's own config handed back for the host to persist
             // (the contract, as in the original), so it carries the key by design; the rest of
             // the result must not.
-            let mut validated = CreateOsProvider::new().validate_config(&json!({ "config": raw }));
+            let mut validated = CreateOsProvider::new()
+                .validate_config(&json!({ "config": raw }))
+                .into_value();
             if let Some(object) = validated.as_object_mut() {
                 object.remove("normalizedConfig");
             }

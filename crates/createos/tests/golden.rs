@@ -21,7 +21,7 @@ fn validate_config_vectors() {
         if let Some(config) = case.input.get("config") {
             params.insert("config".into(), config.clone());
         }
-        json!({ "returns": provider.validate_config(&Value::Object(params)) })
+        json!({ "returns": provider.validate_config(&Value::Object(params)).into_value() })
     });
 }
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use sandbox_core::ProviderResult;
+use sandbox_core::{HookValue, ProviderResult};
 use serde_json::{Value, json};
 
 use crate::cluster::{Clock, ClusterConnector, KubeConnector, SandboxApiVersionCache, SystemClock};
@@ -113,7 +113,7 @@ impl KubernetesProvider {
 
     /// `onEnvironmentValidateConfig`. Can throw, as the original does when adapter defaults
     /// cannot be resolved.
-    pub fn validate_config(&self, params: &Value) -> ProviderResult<Value> {
+    pub fn validate_config(&self, params: &Value) -> ProviderResult<HookValue> {
         crate::hooks::validate_config(params)
     }
 }

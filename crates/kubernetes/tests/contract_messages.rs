@@ -41,7 +41,9 @@ fn validate_throws(config: Value) -> String {
 
 /// The one warning validateConfig returns.
 fn validate_warning(config: Value) -> String {
-    let result = validate_config(&json!({ "config": config })).unwrap();
+    let result = validate_config(&json!({ "config": config }))
+        .unwrap()
+        .into_value();
     assert_eq!(
         result["warnings"].as_array().map(Vec::len),
         Some(1),
@@ -230,7 +232,8 @@ fn rows() -> Vec<Row> {
             produce: || {
                 let result =
                     validate_config(&json!({"config": {"inCluster": true, "backend": "job"}}))
-                        .unwrap();
+                        .unwrap()
+                        .into_value();
                 result["errors"][0].as_str().unwrap().to_string()
             },
         },

@@ -257,7 +257,7 @@ fn config_parsing_never_panics_and_fails_with_catalogued_messages() {
     runner()
         .run(&strategy, |raw| {
             let params = json!({ "config": raw, "companyId": "c-1" });
-            match kubernetes::validate_config(&params) {
+            match kubernetes::validate_config(&params).map(sandbox_core::HookValue::into_value) {
                 Ok(result) => {
                     PROPERTIES
                         .check_result("validate_config", &without_normalized_config(&result))?;

@@ -5,8 +5,8 @@ use kubernetes::{
     ConfigStage, KubernetesProvider, config_stage_of_acquire, config_stage_of_destroy,
     config_stage_of_execute, config_stage_of_release, config_stage_of_resume, probe_config_error,
 };
-use sandbox_core::ProviderResult;
 use sandbox_core::golden::{Case, assert_all_pass, load_cases, outcome};
+use sandbox_core::{HookValue, ProviderResult};
 use serde_json::Value;
 
 /// The recorded outcome of the case's hook, or `None` when the original would go on to the
@@ -21,7 +21,8 @@ fn run(case: &Case) -> Option<Value> {
     };
     match hook {
         "onEnvironmentValidateConfig" => {
-            Some(outcome(&KubernetesProvider::new().validate_config(params)))
+            let validated = KubernetesProvider::new().validate_config(params);
+            Some(outcome(&validated.map(HookValue::into_value)))
         }
         "onEnvironmentProbe" => probe_config_error(params).map(|result| outcome(&Ok(result))),
         "onEnvironmentAcquireLease" => stage(config_stage_of_acquire(params)),

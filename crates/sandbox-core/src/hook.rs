@@ -16,6 +16,7 @@ use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 
+use crate::json_text::JsonText;
 use crate::{BoxFuture, HostSink, ProviderResult};
 
 /// A plugin hook that takes params and resolves with a result (see the module docs).
@@ -133,7 +134,47 @@ impl std::fmt::Display for Hook {
 
 /// What a hook resolves with: `Some(value)` (JSON `null` included), or `None` for JavaScript's
 /// `undefined`, which is what the lease-release and session hooks of the originals resolve with.
-pub type HookResult = ProviderResult<Option<Value>>;
+pub type HookResult = ProviderResult<Option<HookValue>>;
+
+/// A hook's value: a JSON tree, or the JSON text a provider wrote straight from its typed data
+/// (a validate result), which the bridge passes on as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookValue {
+    Tree(Value),
+    Text(JsonText),
+}
+
+impl HookValue {
+    /// The value as a tree, whichever form it came in (tests, and results looked into).
+    pub fn into_value(self) -> Value {
+        match self {
+            HookValue::Tree(value) => value,
+            HookValue::Text(text) => text.to_value(),
+        }
+    }
+}
+
+/// The JSON text, as the bridge sends it.
+impl std::fmt::Display for HookValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HookValue::Tree(value) => value.fmt(f),
+            HookValue::Text(text) => f.write_str(text.as_str()),
+        }
+    }
+}
+
+impl From<Value> for HookValue {
+    fn from(value: Value) -> Self {
+        HookValue::Tree(value)
+    }
+}
+
+impl From<JsonText> for HookValue {
+    fn from(text: JsonText) -> Self {
+        HookValue::Text(text)
+    }
+}
 
 /// One running hook call.
 pub type HookFuture<'a> = BoxFuture<'a, HookResult>;
@@ -172,18 +213,18 @@ pub trait Provider: Send + Sync {
     }
 }
 
-/// A hook call that resolves with its value (`null` included).
-pub fn resolves<'a>(
-    call: impl Future<Output = ProviderResult<Value>> + Send + 'a,
+/// A hook call that resolves with its value (`null` included): a tree or written text.
+pub fn resolves<'a, T: Into<HookValue>>(
+    call: impl Future<Output = ProviderResult<T>> + Send + 'a,
 ) -> HookFuture<'a> {
-    Box::pin(async move { call.await.map(Some) })
+    Box::pin(async move { call.await.map(|value| Some(value.into())) })
 }
 
 /// A hook call that may resolve with `undefined` (`Ok(None)`).
 pub fn resolves_maybe<'a>(
     call: impl Future<Output = ProviderResult<Option<Value>>> + Send + 'a,
 ) -> HookFuture<'a> {
-    Box::pin(call)
+    Box::pin(async move { call.await.map(|value| value.map(HookValue::Tree)) })
 }
 
 /// Polls `call` once, with a waker that does nothing: its output if it completed, else the call

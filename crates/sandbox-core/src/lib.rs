@@ -19,12 +19,14 @@ pub mod fuzz;
 pub mod golden;
 pub mod hook;
 pub mod host;
+pub mod json_text;
 pub mod output_batch;
 #[cfg(feature = "testing")]
 pub mod soak;
 pub mod sparse;
 
 pub use error::{ErrorClass, ProviderError, ProviderResult};
-pub use hook::{Hook, HookFuture, HookResult, Provider};
+pub use hook::{Hook, HookFuture, HookResult, HookValue, Provider};
 pub use host::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
+pub use json_text::{JsonText, ObjectWriter};
 pub use output_batch::{OutputBatch, OutputQueue};

@@ -13,7 +13,7 @@ mod tests;
 
 use indexmap::{IndexMap, IndexSet};
 use js_compat::{json, string, value};
-use sandbox_core::ProviderError;
+use sandbox_core::{HookValue, JsonText, ObjectWriter, ProviderError};
 use serde_json::{Map, Value, json};
 
 pub use api_url::OFFICIAL_API_URL;
@@ -48,34 +48,31 @@ pub struct CreateOsConfig {
 }
 
 impl CreateOsConfig {
-    /// The `normalizedConfig` object, keys in the order the original emitted them. Built value by
-    /// value, its strings moved in: `json!` would run each field through `serde_json::to_value`, a second copy of it.
-    pub fn into_json(self) -> Value {
-        let text = |field: Option<String>| field.map_or(Value::Null, Value::String);
-        let rootfs_by_adapter: Map<String, Value> = self
-            .rootfs_by_adapter
-            .into_iter()
-            .map(|(adapter, rootfs)| (adapter, Value::String(rootfs)))
-            .collect();
-        let egress_allowlist = self.egress_allowlist.into_iter().map(Value::String);
-        let mut out = Map::with_capacity(11);
-        out.insert("apiUrl".into(), Value::String(self.api_url));
-        out.insert("apiKey".into(), text(self.api_key));
-        out.insert("shape".into(), Value::String(self.shape));
-        out.insert("snapshot".into(), text(self.snapshot));
-        out.insert("rootfs".into(), text(self.rootfs));
-        out.insert("rootfsByAdapter".into(), Value::Object(rootfs_by_adapter));
-        out.insert("egressAllowlist".into(), egress_allowlist.collect());
-        out.insert("region".into(), text(self.region));
-        out.insert("timeoutMs".into(), self.timeout_ms.into());
-        out.insert("reuseLease".into(), self.reuse_lease.into());
-        out.insert(
-            "autoPauseAfterSeconds".into(),
-            self.auto_pause_after_seconds.into(),
-        );
-        Value::Object(out)
+    /// The `normalizedConfig` object's JSON text, keys in the order the original emitted them.
+    pub fn normalized_json(&self) -> JsonText {
+        JsonText::object(NORMALIZED_TEXT_CAPACITY, |object| {
+            self.write_normalized(object)
+        })
+    }
+
+    /// Writes `normalizedConfig`'s fields straight from the typed config (no `Value` tree).
+    fn write_normalized(&self, out: &mut ObjectWriter<'_>) {
+        out.string("apiUrl", &self.api_url);
+        out.string_or_null("apiKey", self.api_key.as_deref());
+        out.string("shape", &self.shape);
+        out.string_or_null("snapshot", self.snapshot.as_deref());
+        out.string_or_null("rootfs", self.rootfs.as_deref());
+        out.string_map("rootfsByAdapter", &self.rootfs_by_adapter);
+        out.strings("egressAllowlist", &self.egress_allowlist);
+        out.string_or_null("region", self.region.as_deref());
+        out.u64("timeoutMs", self.timeout_ms);
+        out.bool("reuseLease", self.reuse_lease);
+        out.u64("autoPauseAfterSeconds", self.auto_pause_after_seconds);
     }
 }
+
+/// Room for a validate result's text up front: a typical one is ~300 bytes.
+const NORMALIZED_TEXT_CAPACITY: usize = 512;
 
 /// Parses a raw environment config.
 pub fn parse_config(raw: &Value) -> Result<CreateOsConfig, ProviderError> {
@@ -133,26 +130,27 @@ pub fn parse_config_arg(raw: Option<&Value>) -> Result<CreateOsConfig, ProviderE
 
 /// `onEnvironmentValidateConfig` on the config itself: `{ok:true, normalizedConfig}` or
 /// `{ok:false, errors:[message]}`. Never fails.
-pub fn validate_config(raw: &Value) -> Value {
+pub fn validate_config(raw: &Value) -> HookValue {
     validation_result(parse_config(raw))
 }
 
 /// `onEnvironmentValidateConfig` on the whole hook params: reads `params.config` first, so an
 /// absent config reports the `undefined` TypeError text rather than the `null` one.
-pub fn validate_config_params(params: &Value) -> Value {
+pub fn validate_config_params(params: &Value) -> HookValue {
     validation_result(read(Some(params), "config").and_then(parse_config_arg))
 }
 
-fn validation_result(parsed: Result<CreateOsConfig, ProviderError>) -> Value {
+fn validation_result(parsed: Result<CreateOsConfig, ProviderError>) -> HookValue {
     match parsed {
-        // Moved in, not through `json!`, which would copy the whole config via `to_value`.
-        Ok(config) => {
-            let mut result = Map::with_capacity(2);
-            result.insert("ok".into(), Value::Bool(true));
-            result.insert("normalizedConfig".into(), config.into_json());
-            Value::Object(result)
-        }
-        Err(error) => json!({ "ok": false, "errors": [error.message] }),
+        // Written from the typed config: no `Value` tree built only to be walked into text.
+        Ok(config) => JsonText::object(NORMALIZED_TEXT_CAPACITY, |result| {
+            result.bool("ok", true);
+            result.object("normalizedConfig", |normalized| {
+                config.write_normalized(normalized)
+            });
+        })
+        .into(),
+        Err(error) => json!({ "ok": false, "errors": [error.message] }).into(),
     }
 }
 

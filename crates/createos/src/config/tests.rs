@@ -224,7 +224,7 @@ fn integral_floats_are_emitted_as_integers() {
     let raw: Value =
         serde_json::from_str(r#"{"apiUrl":"https://a.example","shape":"s","timeoutMs":1e3,"autoPauseAfterSeconds":120.0}"#)
             .unwrap();
-    let normalized = parsed(&raw).into_json();
+    let normalized = parsed(&raw).normalized_json().to_value();
     assert_eq!(normalized["timeoutMs"].to_string(), "1000");
     assert_eq!(normalized["autoPauseAfterSeconds"].to_string(), "120");
 }
@@ -277,7 +277,7 @@ fn rootfs_by_adapter_follows_js_object_assignment() {
         "rootfsByAdapter",
         json!({ "b": " x ", "claude_local\r": "c:1", " 2 ": "two", "__proto__": "p", " b": "y", "1": "one" }),
     );
-    let normalized = parsed(&raw).into_json();
+    let normalized = parsed(&raw).normalized_json().to_value();
     // Array-index keys first (ascending), then insertion order; a re-assigned key keeps its
     // first position; `__proto__` is ignored; trailing CR is trimmed from keys.
     assert_eq!(
@@ -342,11 +342,11 @@ fn null_or_absent_config_fails_like_the_first_js_property_read() {
         "Cannot read properties of undefined (reading 'apiUrl')"
     );
     assert_eq!(
-        validate_config_params(&json!({ "driverKey": "createos" })),
+        validate_config_params(&json!({ "driverKey": "createos" })).into_value(),
         json!({ "ok": false, "errors": ["Cannot read properties of undefined (reading 'apiUrl')"] })
     );
     assert_eq!(
-        validate_config_params(&Value::Null),
+        validate_config_params(&Value::Null).into_value(),
         json!({ "ok": false, "errors": ["Cannot read properties of null (reading 'config')"] })
     );
 }

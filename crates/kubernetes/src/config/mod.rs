@@ -2,7 +2,7 @@
 //! and its normalised JSON form.
 //!
 //! * [`KubernetesConfig::parse`] is `schema.safeParse`: the typed config, or zod's issues.
-//! * [`KubernetesConfig::into_json`] is the parsed object as the original returns it as
+//! * [`KubernetesConfig::write_normalized`] writes the parsed object as the original returns it as
 //!   `normalizedConfig`: schema key order, defaults filled in, unknown keys gone, optional keys
 //!   that were not supplied absent.
 //! * [`adapters`]: the adapter runtime defaults (built-in table, or the `adapters` registry of
@@ -13,9 +13,9 @@ mod patterns;
 mod schema;
 pub mod zod;
 
+use sandbox_core::{JsonText, ObjectWriter};
 use serde_json::{Map, Value};
 
-use adapters::string_map_json;
 pub use adapters::{AdapterRegistryEntry, StringMap};
 use js_compat::number;
 pub use patterns::{is_valid_label_key, is_valid_label_value};
@@ -143,62 +143,61 @@ impl KubernetesConfig {
         schema::parse_provider_config(raw)
     }
 
-    /// The normalised config (`normalizedConfig`), keys in schema order. Consumes the config:
-    /// validation answers with it and needs it no more, so its strings (the kubeconfig among
-    /// them, often kilobytes) move into the JSON instead of being copied.
-    pub fn into_json(self) -> Value {
-        let strings = |list: Vec<String>| list.into_iter().map(Value::String).collect::<Value>();
-        // Room for every key up front: growing the map rehashes it at 4, 8 and 16 entries.
-        let mut out = Map::with_capacity(Self::NORMALIZED_KEYS);
-        out.insert("inCluster".into(), self.in_cluster.into());
-        if let Some(kubeconfig) = self.kubeconfig {
-            out.insert("kubeconfig".into(), kubeconfig.into());
+    /// Writes the normalised config (`normalizedConfig`, zod's output) straight from the typed
+    /// config, keys in schema order, absent optional keys left out: no `Value` tree is built
+    /// only for the bridge to walk into text (the kubeconfig among its strings is often
+    /// kilobytes, and is escaped once, into the result).
+    pub fn write_normalized(&self, out: &mut ObjectWriter<'_>) {
+        out.bool("inCluster", self.in_cluster);
+        if let Some(kubeconfig) = &self.kubeconfig {
+            out.string("kubeconfig", kubeconfig);
         }
-        out.insert("namespacePrefix".into(), self.namespace_prefix.into());
-        if let Some(slug) = self.company_slug {
-            out.insert("companySlug".into(), slug.into());
+        out.string("namespacePrefix", &self.namespace_prefix);
+        if let Some(slug) = &self.company_slug {
+            out.string("companySlug", slug);
         }
-        if let Some(registry) = self.image_registry {
-            out.insert("imageRegistry".into(), registry.into());
+        if let Some(registry) = &self.image_registry {
+            out.string("imageRegistry", registry);
         }
-        out.insert("imageAllowList".into(), strings(self.image_allow_list));
-        out.insert("imagePullSecrets".into(), strings(self.image_pull_secrets));
-        out.insert("egressAllowFqdns".into(), strings(self.egress_allow_fqdns));
-        out.insert("egressAllowCidrs".into(), strings(self.egress_allow_cidrs));
-        out.insert("egressMode".into(), self.egress_mode.as_str().into());
-        out.insert(
-            "paperclipServerPodSelector".into(),
-            string_map_json(&self.paperclip_server_pod_selector),
-        );
+        out.strings("imageAllowList", &self.image_allow_list);
+        out.strings("imagePullSecrets", &self.image_pull_secrets);
+        out.strings("egressAllowFqdns", &self.egress_allow_fqdns);
+        out.strings("egressAllowCidrs", &self.egress_allow_cidrs);
+        out.string("egressMode", self.egress_mode.as_str());
+        let selector = self.paperclip_server_pod_selector.iter();
+        out.string_map("paperclipServerPodSelector", selector.map(|(k, v)| (k, v)));
         if let Some(resources) = &self.default_resources {
-            out.insert("defaultResources".into(), resources.to_json());
+            out.value("defaultResources", &resources.to_json());
         }
-        if let Some(class) = self.runtime_class_name {
-            out.insert("runtimeClassName".into(), class.into());
+        if let Some(class) = &self.runtime_class_name {
+            out.string("runtimeClassName", class);
         }
-        out.insert(
-            "serviceAccountAnnotations".into(),
-            string_map_json(&self.service_account_annotations),
+        let annotations = self.service_account_annotations.iter();
+        out.string_map(
+            "serviceAccountAnnotations",
+            annotations.map(|(k, v)| (k, v)),
         );
-        out.insert(
-            "jobTtlSecondsAfterFinished".into(),
-            number::json_value(self.job_ttl_seconds_after_finished),
+        out.value(
+            "jobTtlSecondsAfterFinished",
+            &number::json_value(self.job_ttl_seconds_after_finished),
         );
-        out.insert(
-            "podActivityDeadlineSec".into(),
-            number::json_value(self.pod_activity_deadline_sec),
+        out.value(
+            "podActivityDeadlineSec",
+            &number::json_value(self.pod_activity_deadline_sec),
         );
-        out.insert("adapterType".into(), self.adapter_type.into());
+        out.string("adapterType", &self.adapter_type);
         if let Some(adapters) = &self.adapters {
-            out.insert(
-                "adapters".into(),
-                adapters.iter().map(AdapterRegistryEntry::to_json).collect(),
-            );
+            let adapters: Value = adapters.iter().map(AdapterRegistryEntry::to_json).collect();
+            out.value("adapters", &adapters);
         }
-        out.insert("backend".into(), self.backend.as_str().into());
-        Value::Object(out)
+        out.string("backend", self.backend.as_str());
     }
 
-    /// How many keys `normalizedConfig` can have: every field of the schema.
-    const NORMALIZED_KEYS: usize = 20;
+    /// [`Self::write_normalized`] as a value of its own (tests, and callers that look inside).
+    pub fn normalized_json(&self) -> JsonText {
+        JsonText::object(NORMALIZED_TEXT_CAPACITY, |out| self.write_normalized(out))
+    }
 }
+
+/// Room for a validate result's text up front: the kubeconfig is usually 1-6 KB.
+pub const NORMALIZED_TEXT_CAPACITY: usize = 4096;

@@ -19,12 +19,12 @@ pub mod login;
 pub mod sync;
 mod table;
 
-use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
-use serde_json::{Map, Value, json};
+use sandbox_core::{ErrorClass, HookValue, JsonText, ProviderError, ProviderResult};
+use serde_json::{Value, json};
 
 use crate::cluster::ClusterError;
 use crate::config::adapters::get_adapter_defaults;
-use crate::config::{Backend, KubernetesConfig, ZodIssues};
+use crate::config::{Backend, KubernetesConfig, NORMALIZED_TEXT_CAPACITY, ZodIssues};
 use crate::lease::egress_warnings::validate_config_warning;
 use js_compat::value;
 
@@ -58,25 +58,28 @@ pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
 /// `onEnvironmentValidateConfig({config})`: `{ok: false, errors}` for an invalid config or the
 /// job backend; otherwise `{ok: true, normalizedConfig, warnings?}`. Adapter-defaults failures
 /// are not caught there, so they reject the hook.
-pub fn validate_config(params: &Value) -> ProviderResult<Value> {
+pub fn validate_config(params: &Value) -> ProviderResult<HookValue> {
     let config = match KubernetesConfig::parse_input(params.get("config")) {
         Ok(config) => config,
-        Err(issues) => return Ok(json!({ "ok": false, "errors": issues.messages() })),
+        Err(issues) => return Ok(json!({ "ok": false, "errors": issues.messages() }).into()),
     };
     if config.backend == Backend::Job {
-        return Ok(json!({ "ok": false, "errors": [JOB_BACKEND_NO_LOGIN_PTY] }));
+        return Ok(json!({ "ok": false, "errors": [JOB_BACKEND_NO_LOGIN_PTY] }).into());
     }
     let defaults = get_adapter_defaults(&config.adapter_type, config.adapters.as_deref())?;
-    // Asked before the config moves into `normalizedConfig`.
     let warning = validate_config_warning(&config, &defaults.allow_fqdns);
-    let mut result = Map::with_capacity(3);
-    result.insert("ok".into(), true.into());
-    result.insert("normalizedConfig".into(), config.into_json());
-    // `warnings: []` becomes `undefined`, which JSON drops.
-    if let Some(warning) = warning {
-        result.insert("warnings".into(), json!([warning]));
-    }
-    Ok(Value::Object(result))
+    // Written from the typed config: no `Value` tree built only to be walked into text.
+    let result = JsonText::object(NORMALIZED_TEXT_CAPACITY, |result| {
+        result.bool("ok", true);
+        result.object("normalizedConfig", |normalized| {
+            config.write_normalized(normalized)
+        });
+        // `warnings: []` becomes `undefined`, which JSON drops.
+        if let Some(warning) = &warning {
+            result.strings("warnings", std::slice::from_ref(warning));
+        }
+    });
+    Ok(result.into())
 }
 
 /// `onEnvironmentProbe`'s answer when the config does not parse; `None` when it does (the probe

@@ -26,6 +26,7 @@ use sandbox_core::{Hook, HostSink, Provider, ProviderError};
 use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
+use crate::js_text::{JsText, Utf8Text};
 use crate::outcome::{ExecuteOutcome, Outcome, parse_params};
 
 /// Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
@@ -35,7 +36,7 @@ pub struct NativeProvider {
     provider: Arc<dyn Provider>,
     host: Arc<JsHost>,
     /// This env's `JSON.stringify`, taken once (see the module docs).
-    stringify: FunctionRef<sys::napi_value, String>,
+    stringify: FunctionRef<sys::napi_value, Utf8Text>,
 }
 
 #[napi]
@@ -87,10 +88,11 @@ impl NativeProvider {
     pub fn call<'env>(
         &self,
         env: &'env Env,
-        hook: String,
+        hook: Utf8Text,
         params: Unknown<'env>,
-    ) -> napi::Result<Either<String, PromiseRaw<'env, String>>> {
+    ) -> napi::Result<Either<JsText, PromiseRaw<'env, String>>> {
         let prepared = self.params_json(env, params)?;
+        let hook = hook.0;
         let known = Hook::from_js_name(&hook);
         let provider = Arc::clone(&self.provider);
         let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
@@ -109,7 +111,7 @@ impl NativeProvider {
         }));
         let call = if known.is_some_and(Hook::is_synchronous) {
             match poll_once(call) {
-                Ok(outcome) => return Ok(Either::A(outcome.into_json())),
+                Ok(outcome) => return Ok(Either::A(JsText(outcome.into_json()))),
                 Err(pending) => pending,
             }
         } else {
@@ -172,7 +174,7 @@ impl NativeProvider {
         host: Option<HostCallbacks>,
     ) -> napi::Result<Self> {
         let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
-        let stringify: Function<'_, sys::napi_value, String> =
+        let stringify: Function<'_, sys::napi_value, Utf8Text> =
             json.get_named_property_unchecked("stringify")?;
         Ok(Self {
             provider,
@@ -193,7 +195,7 @@ impl NativeProvider {
             return Ok(Ok("null".to_owned()));
         }
         match self.stringify.borrow_back(env)?.call(params.raw()) {
-            Ok(text) => Ok(Ok(text)),
+            Ok(text) => Ok(Ok(text.0)),
             // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
             Err(error) if error.reason.starts_with("RangeError") => {
                 Ok(Err(ProviderError::new(PARAMS_TOO_DEEP)))

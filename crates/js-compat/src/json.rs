@@ -8,6 +8,22 @@
 
 use serde_json::{Map, Value};
 
+/// `object[key]`: the property, `None` when absent. The same answer as `Map::get`, found by
+/// comparing keys in a small object: hook params and configs are objects of a few keys read
+/// field by field (a config schema asks for each of its ~20 fields), and serde_json's map
+/// hashes every lookup with SipHash, several times the cost of comparing a few short keys,
+/// most of which differ in length (bench/profile/README.md §2, round 5).
+pub fn get<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    const SCAN_UP_TO: usize = 12;
+    if object.len() <= SCAN_UP_TO {
+        object
+            .iter()
+            .find_map(|(name, value)| (name == key).then_some(value))
+    } else {
+        object.get(key)
+    }
+}
+
 /// `JSON.parse(text)`, `None` where it throws. Lone surrogate escapes (`"\ud800"`), which JS
 /// accepts and serde_json refuses, are read as U+FFFD: the original turned such strings into
 /// UTF-8 at once, which made each unpaired surrogate a U+FFFD.
@@ -191,6 +207,17 @@ pub fn ordered(object: Map<String, Value>) -> Map<String, Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn get_answers_as_map_get_in_small_and_large_objects() {
+        for size in [0usize, 1, 5, 12, 13, 40] {
+            let object: Map<String, Value> =
+                (0..size).map(|i| (format!("k{i}"), json!(i))).collect();
+            for key in ["k0", "k4", "k11", "k12", "k39", "absent", "", "k"] {
+                assert_eq!(get(&object, key), object.get(key), "{size} {key}");
+            }
+        }
+    }
 
     #[test]
     fn parse_reads_unpaired_surrogates_as_replacement_characters() {

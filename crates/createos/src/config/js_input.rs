@@ -4,7 +4,7 @@
 //! V8 `TypeError` when reading a property of either, and yields `undefined` for a property of any
 //! other non-object. Modelling `undefined` as `None` keeps those outcomes exact.
 
-use js_compat::{string, value};
+use js_compat::{json, string, value};
 use sandbox_core::ProviderError;
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ pub(crate) fn read<'a>(
     match target {
         None => Err(ProviderError::cannot_read_properties("undefined", key)),
         Some(Value::Null) => Err(ProviderError::cannot_read_properties("null", key)),
-        Some(Value::Object(map)) => Ok(map.get(key)),
+        Some(Value::Object(map)) => Ok(json::get(map, key)),
         Some(_) => Ok(None),
     }
 }

@@ -379,7 +379,7 @@ impl<'a> ObjectInput<'a> {
     ) -> Option<T> {
         self.shape_keys.push(key);
         let path = self.path.key(key);
-        let parsed = schema(self.map.get(key), &path, cx);
+        let parsed = schema(json::get(self.map, key), &path, cx);
         self.aborted |= parsed.is_aborted();
         self.dirty |= parsed.is_dirty();
         parsed.value()

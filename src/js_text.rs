@@ -1,0 +1,84 @@
+//! Strings across the boundary in one pass each way, for the texts every hook call moves: its
+//! params' JSON in, its outcome's JSON out (and its hook name).
+//!
+//! napi-rs's `String` conversions take two passes over a string going into Rust
+//! (`napi_get_value_string_utf8` once to measure the UTF-8 length, once to copy) and decode UTF-8
+//! coming out. A validate call's params carry the kubeconfig (kilobytes), so both showed in its
+//! profile (bench/profile/README.md §2, round 5):
+//!
+//! * In ([`Utf8Text`]): the string's UTF-16 length is read first (free: V8 stores it), and a
+//!   UTF-8 copy of at most three bytes per UTF-16 unit fits in a buffer of three times that, so
+//!   one `napi_get_value_string_utf8` call fills it. Past [`ONE_PASS_LIMIT`] units the buffer
+//!   would waste too much, so the copy is measured first, as napi-rs does.
+//! * Out ([`JsText`]): JSON text is nearly always ASCII, and an ASCII string is its own Latin-1,
+//!   so V8 copies it as it is (`napi_create_string_latin1`) instead of decoding UTF-8; anything
+//!   else still crosses as UTF-8.
+
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
+use napi::sys;
+
+/// A string longer than this many UTF-16 units is measured before it is copied (see the module
+/// docs): a one-pass buffer for it would be up to three times its UTF-8 size.
+const ONE_PASS_LIMIT: usize = 64 * 1024;
+
+/// A JS string read into Rust in one pass (see the module docs).
+pub struct Utf8Text(pub String);
+
+impl FromNapiValue for Utf8Text {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        let mut units = 0;
+        let status = unsafe {
+            sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut units)
+        };
+        if status != sys::Status::napi_ok || units > ONE_PASS_LIMIT {
+            // Not a string (napi-rs reports that as it always has), or a long one.
+            return unsafe { String::from_napi_value(env, value) }.map(Utf8Text);
+        }
+        // Three UTF-8 bytes at most per UTF-16 unit (a surrogate pair: two units, four bytes; a
+        // lone surrogate becomes U+FFFD, three), and one for the NUL napi always writes.
+        let mut bytes: Vec<u8> = Vec::with_capacity(units * 3 + 1);
+        let mut written = 0;
+        let status = unsafe {
+            sys::napi_get_value_string_utf8(
+                env,
+                value,
+                bytes.as_mut_ptr().cast(),
+                bytes.capacity(),
+                &mut written,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            return unsafe { String::from_napi_value(env, value) }.map(Utf8Text);
+        }
+        // SAFETY: napi wrote `written` bytes (then a NUL) into the buffer's capacity.
+        unsafe { bytes.set_len(written) };
+        // V8 writes valid UTF-8 (lone surrogates replaced), so this only checks it.
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
+        Ok(Utf8Text(text))
+    }
+}
+
+/// Text handed to JS as a string, copied as Latin-1 when it is ASCII (see the module docs).
+pub struct JsText(pub String);
+
+impl ToNapiValue for JsText {
+    unsafe fn to_napi_value(env: sys::napi_env, text: Self) -> napi::Result<sys::napi_value> {
+        if !text.0.is_ascii() {
+            return unsafe { String::to_napi_value(env, text.0) };
+        }
+        let mut value = std::ptr::null_mut();
+        crate::napi_status::check(
+            unsafe {
+                sys::napi_create_string_latin1(
+                    env,
+                    text.0.as_ptr().cast(),
+                    text.0.len() as isize,
+                    &mut value,
+                )
+            },
+            "a hook's outcome text",
+        )?;
+        Ok(value)
+    }
+}

@@ -4,7 +4,8 @@
 //! V8's `JSON.stringify` / `JSON.parse` build and read them several times faster than napi can
 //! walk or create an object property by property. So each hook's params cross as one JSON
 //! string (`JSON.stringify`, called from [`crate::provider`]) and the facade parses one JSON
-//! string back; nothing else crosses per property.
+//! string back; nothing else crosses per property. A value a provider wrote as JSON text itself
+//! ([`sandbox_core::HookValue::Text`], a validate result) goes into that string as it is.
 //!
 //! The one exception is an execute result carrying a large output string (CreateOS keeps up to
 //! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust

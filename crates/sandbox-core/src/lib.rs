@@ -2,7 +2,8 @@
 //!
 //! The provider crates know nothing of Node: they take JSON-shaped params, report through a
 //! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
-//! Each implements [`Provider`], the one hook table ([`Hook`]) the napi layer drives.
+//! Each implements [`Provider`], the one hook table ([`Hook`]) the napi layer drives; a hook's
+//! value is a JSON tree or JSON text written by [`json_text`] (the one JSON writer of both).
 //! The napi layer (`src/` of the root package) only converts and bridges. The JavaScript
 //! semantics the providers reproduce live in the `js-compat` crate.
 //!

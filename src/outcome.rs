@@ -23,6 +23,9 @@ use crate::napi_status::check;
 /// The first allocation for an outcome's JSON text.
 const OUTCOME_TEXT_CAPACITY: usize = 2048;
 
+/// What `{"value":…}` adds around a value's text.
+const OUTCOME_WRAPPER_BYTES: usize = r#"{"value":}"#.len();
+
 /// An execute result holding a string at least this long crosses as an object.
 const LARGE_STRING_BYTES: usize = 256 * 1024;
 
@@ -74,8 +77,13 @@ impl Outcome {
     /// `{}` (resolved with `undefined`).
     pub fn into_json(self) -> String {
         // One buffer that most outcomes fit: serde_json::to_string started at 128 bytes and
-        // doubled, four regrowths (each a copy) for a kilobyte-sized validate result.
-        let mut text = Vec::with_capacity(OUTCOME_TEXT_CAPACITY);
+        // doubled, four regrowths (each a copy) for a kilobyte-sized validate result. Text a
+        // provider wrote is measured, so its buffer is exact.
+        let capacity = match &self.value {
+            Some(HookValue::Text(value)) => value.as_str().len() + OUTCOME_WRAPPER_BYTES,
+            _ => OUTCOME_TEXT_CAPACITY,
+        };
+        let mut text = Vec::with_capacity(capacity);
         text.push(b'{');
         match &self.value {
             Some(HookValue::Tree(value)) => {

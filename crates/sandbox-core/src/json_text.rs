@@ -50,6 +50,13 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
+/// The room [`write_str`] reserves past the end of its buffer for a string of `len` bytes: its
+/// SIMD kernels store whole registers speculatively, up to six bytes per byte of input. A
+/// buffer sized with it for its long strings is never regrown (copied) while it is written.
+pub const fn escape_room(len: usize) -> usize {
+    len * 6 + 32 + 3
+}
+
 /// Appends `text` as a JSON string, quotes included.
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
     json_escape_simd::escape_into(text, out);

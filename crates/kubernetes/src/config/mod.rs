@@ -13,7 +13,7 @@ mod patterns;
 mod schema;
 pub mod zod;
 
-use sandbox_core::{JsonText, ObjectWriter};
+use sandbox_core::ObjectWriter;
 use serde_json::{Map, Value};
 
 pub use adapters::{AdapterRegistryEntry, StringMap};
@@ -192,12 +192,7 @@ impl KubernetesConfig {
         }
         out.string("backend", self.backend.as_str());
     }
-
-    /// [`Self::write_normalized`] as a value of its own (tests, and callers that look inside).
-    pub fn normalized_json(&self) -> JsonText {
-        JsonText::object(NORMALIZED_TEXT_CAPACITY, |out| self.write_normalized(out))
-    }
 }
 
-/// Room for a validate result's text up front: the kubeconfig is usually 1-6 KB.
-pub const NORMALIZED_TEXT_CAPACITY: usize = 4096;
+/// Room for a validate result's text up front, besides its kubeconfig's (which the caller adds).
+pub const NORMALIZED_TEXT_CAPACITY: usize = 1024;

@@ -85,17 +85,13 @@ impl Outcome {
         };
         let mut text = Vec::with_capacity(capacity);
         text.push(b'{');
-        match &self.value {
-            Some(HookValue::Tree(value)) => {
-                text.extend_from_slice(br#""value":"#);
-                json_text::write_value(&mut text, value);
+        if let Some(value) = &self.value {
+            text.extend_from_slice(br#""value":"#);
+            match value {
+                HookValue::Tree(value) => json_text::write_value(&mut text, value),
+                // Written by the provider from typed data: one well-formed value, as it is.
+                HookValue::Text(value) => text.extend_from_slice(value.as_str().as_bytes()),
             }
-            // Written by the provider from typed data: one well-formed value, as it is.
-            Some(HookValue::Text(value)) => {
-                text.extend_from_slice(br#""value":"#);
-                text.extend_from_slice(value.as_str().as_bytes());
-            }
-            None => {}
         }
         if let Some(error) = &self.error {
             if self.value.is_some() {

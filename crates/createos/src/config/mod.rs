@@ -48,14 +48,8 @@ pub struct CreateOsConfig {
 }
 
 impl CreateOsConfig {
-    /// The `normalizedConfig` object's JSON text, keys in the order the original emitted them.
-    pub fn normalized_json(&self) -> JsonText {
-        JsonText::object(NORMALIZED_TEXT_CAPACITY, |object| {
-            self.write_normalized(object)
-        })
-    }
-
-    /// Writes `normalizedConfig`'s fields straight from the typed config (no `Value` tree).
+    /// Writes `normalizedConfig`'s fields straight from the typed config (no `Value` tree), keys
+    /// in the order the original emitted them.
     fn write_normalized(&self, out: &mut ObjectWriter<'_>) {
         out.string("apiUrl", &self.api_url);
         out.string_or_null("apiKey", self.api_key.as_deref());

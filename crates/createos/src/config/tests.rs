@@ -27,6 +27,13 @@ fn parsed(raw: &Value) -> CreateOsConfig {
     parse_config(raw).unwrap_or_else(|e| panic!("config should be accepted: {}", e.message))
 }
 
+/// The `normalizedConfig` that validation answers `raw` with.
+fn normalized(raw: &Value) -> Value {
+    let result = validate_config(raw).into_value();
+    assert_eq!(result["ok"], true, "config should be accepted: {result}");
+    result["normalizedConfig"].clone()
+}
+
 fn api_url_of(url: &str) -> Result<String, String> {
     parse_config(&with("apiUrl", json!(url)))
         .map(|c| c.api_url)
@@ -224,7 +231,7 @@ fn integral_floats_are_emitted_as_integers() {
     let raw: Value =
         serde_json::from_str(r#"{"apiUrl":"https://a.example","shape":"s","timeoutMs":1e3,"autoPauseAfterSeconds":120.0}"#)
             .unwrap();
-    let normalized = parsed(&raw).normalized_json().to_value();
+    let normalized = normalized(&raw);
     assert_eq!(normalized["timeoutMs"].to_string(), "1000");
     assert_eq!(normalized["autoPauseAfterSeconds"].to_string(), "120");
 }
@@ -277,7 +284,7 @@ fn rootfs_by_adapter_follows_js_object_assignment() {
         "rootfsByAdapter",
         json!({ "b": " x ", "claude_local\r": "c:1", " 2 ": "two", "__proto__": "p", " b": "y", "1": "one" }),
     );
-    let normalized = parsed(&raw).normalized_json().to_value();
+    let normalized = normalized(&raw);
     // Array-index keys first (ascending), then insertion order; a re-assigned key keeps its
     // first position; `__proto__` is ignored; trailing CR is trimmed from keys.
     assert_eq!(

@@ -2,6 +2,9 @@
 //!
 //! The registry replaces the built-in table when it has any entry.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
 use js_compat::string;
 use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Map, Value};
@@ -178,18 +181,26 @@ pub fn is_known_adapter_type(adapter_type: &str) -> bool {
     known_adapter_types().any(|known| known == adapter_type)
 }
 
-/// The built-in defaults of one adapter type (exact, case-sensitive match).
-pub fn built_in_adapter_defaults(adapter_type: &str) -> Option<AdapterDefaults> {
-    BUILT_INS
+/// The built-in defaults of one adapter type (exact, case-sensitive match). Built once: a
+/// validate call consults them, and copying the table's strings on every call showed in its
+/// profile (bench/profile/README.md §2, round 6).
+pub fn built_in_adapter_defaults(adapter_type: &str) -> Option<&'static AdapterDefaults> {
+    static DEFAULTS: LazyLock<Vec<AdapterDefaults>> = LazyLock::new(|| {
+        BUILT_INS
+            .iter()
+            .map(|b| AdapterDefaults {
+                runtime_image: b.runtime_image.to_string(),
+                env_keys: owned(b.env_keys),
+                allow_fqdns: owned(b.allow_fqdns),
+                probe_command: owned(b.probe_command),
+                default_env: None,
+            })
+            .collect()
+    });
+    let index = BUILT_INS
         .iter()
-        .find(|b| b.adapter_type == adapter_type)
-        .map(|b| AdapterDefaults {
-            runtime_image: b.runtime_image.to_string(),
-            env_keys: owned(b.env_keys),
-            allow_fqdns: owned(b.allow_fqdns),
-            probe_command: owned(b.probe_command),
-            default_env: None,
-        })
+        .position(|b| b.adapter_type == adapter_type)?;
+    DEFAULTS.get(index)
 }
 
 /// `getAdapterDefaults(adapterType, registry)`.
@@ -200,7 +211,7 @@ pub fn built_in_adapter_defaults(adapter_type: &str) -> Option<AdapterDefaults> 
 pub fn get_adapter_defaults(
     adapter_type: &str,
     registry: Option<&[AdapterRegistryEntry]>,
-) -> ProviderResult<AdapterDefaults> {
+) -> ProviderResult<Cow<'static, AdapterDefaults>> {
     if let Some(registry) = registry.filter(|r| !r.is_empty()) {
         let entry = registry
             .iter()
@@ -220,15 +231,16 @@ pub fn get_adapter_defaults(
                 entry.adapter_type
             )));
         };
-        return Ok(AdapterDefaults {
+        return Ok(Cow::Owned(AdapterDefaults {
             runtime_image,
             env_keys: entry.env_keys.clone().unwrap_or_default(),
             allow_fqdns: entry.allow_fqdns.clone().unwrap_or_default(),
             probe_command: entry.probe_command.clone().unwrap_or_default(),
             default_env: entry.default_env.clone(),
-        });
+        }));
     }
     built_in_adapter_defaults(adapter_type)
+        .map(Cow::Borrowed)
         .ok_or_else(|| ProviderError::new(format!("Unknown adapter type: {adapter_type}")))
 }
 

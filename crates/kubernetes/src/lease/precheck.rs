@@ -56,7 +56,7 @@ pub fn prepare_acquire(
         config,
         namespace,
         effective_adapter_type,
-        adapter_defaults,
+        adapter_defaults: adapter_defaults.into_owned(),
         bounded_deadline,
     })
 }

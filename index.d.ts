@@ -33,7 +33,7 @@ export declare class NativeProvider {
    * the promise and the two thread hops of the runtime path would cost. Every other hook
    * runs on the tokio runtime and returns a promise.
    */
-  call(hook: string, params: unknown): string | Promise<string>
+  call(hook: string, params: unknown): string | { value: unknown } | Promise<string>
   /**
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by plugin-kit; the result waits until every chunk of output has
@@ -49,6 +49,20 @@ export declare function debugPanicAsync(message: string): Promise<string>
 
 /** Panics inside a sync call: the guard turns it into a failed outcome. */
 export declare function debugPanicSync(message: string): string
+
+/**
+ * What the two ways of reading a hook's params make of `params` (see [`crate::js_params`]):
+ * the walk's tree (`None` where it leaves them to the text path) and the text path's
+ * (`JSON.stringify`, then serde_json), each as JSON text, or the text path's error.
+ */
+export interface DebugParamsRead {
+  walked?: string
+  parsed?: string
+  parseError?: string
+}
+
+/** Reads `params` both ways, so a test can hold the walk to the text path's result. */
+export declare function debugReadParams(params: unknown): DebugParamsRead
 
 /**
  * Streams `chunks` from a tokio task through the same [`crate::host::CallSink`] the execute

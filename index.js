@@ -773,10 +773,11 @@ if (
   }
 }
 
-const { NativeProvider, debugPanicAsync, debugPanicSync, debugStreamExecutionLog, explainError } = nativeBinding
+const { NativeProvider, debugPanicAsync, debugPanicSync, debugReadParams, debugStreamExecutionLog, explainError } = nativeBinding
 export { NativeProvider }
 export { debugPanicAsync }
 export { debugPanicSync }
+export { debugReadParams }
 export { debugStreamExecutionLog }
 export { explainError }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -78,3 +78,40 @@ pub async fn debug_panic_async(message: String) -> String {
 pub fn debug_panic_sync(message: String) -> String {
     guard::sync(|| panic!("{message}")).into_json()
 }
+
+/// What the two ways of reading a hook's params make of `params` (see [`crate::js_params`]):
+/// the walk's tree (`None` where it leaves them to the text path) and the text path's
+/// (`JSON.stringify`, then serde_json), each as JSON text, or the text path's error.
+#[napi(object, object_from_js = false)]
+pub struct DebugParamsRead {
+    pub walked: Option<String>,
+    pub parsed: Option<String>,
+    pub parse_error: Option<String>,
+}
+
+/// Reads `params` both ways, so a test can hold the walk to the text path's result.
+#[napi(ts_args_type = "params: unknown")]
+pub fn debug_read_params(
+    env: &napi::Env,
+    params: napi::bindgen_prelude::Unknown<'_>,
+) -> napi::Result<DebugParamsRead> {
+    use napi::bindgen_prelude::{Function, JsObjectValue, JsValue, Object};
+    let walked = crate::js_params::PlainParams::new(env)?
+        .read(env, params.raw())
+        .map(|tree| tree.to_string());
+    let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
+    let stringify: Function<'_, napi::sys::napi_value, String> =
+        json.get_named_property_unchecked("stringify")?;
+    let (parsed, parse_error) = match stringify.call(params.raw()) {
+        Ok(text) => match crate::outcome::parse_params(&text) {
+            Ok(tree) => (Some(tree.to_string()), None),
+            Err(failed) => (None, Some(failed.message)),
+        },
+        Err(thrown) => (None, Some(thrown.reason)),
+    };
+    Ok(DebugParamsRead {
+        walked,
+        parsed,
+        parse_error,
+    })
+}

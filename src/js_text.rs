@@ -26,37 +26,80 @@ pub struct Utf8Text(pub String);
 
 impl FromNapiValue for Utf8Text {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-        let mut units = 0;
-        let status = unsafe {
-            sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut units)
-        };
-        if status != sys::Status::napi_ok || units > ONE_PASS_LIMIT {
-            // Not a string (napi-rs reports that as it always has), or a long one.
-            return unsafe { String::from_napi_value(env, value) }.map(Utf8Text);
-        }
-        // Three UTF-8 bytes at most per UTF-16 unit (a surrogate pair: two units, four bytes; a
-        // lone surrogate becomes U+FFFD, three), and one for the NUL napi always writes.
-        let mut bytes: Vec<u8> = Vec::with_capacity(units * 3 + 1);
-        let mut written = 0;
-        let status = unsafe {
-            sys::napi_get_value_string_utf8(
-                env,
-                value,
-                bytes.as_mut_ptr().cast(),
-                bytes.capacity(),
-                &mut written,
-            )
-        };
-        if status != sys::Status::napi_ok {
-            return unsafe { String::from_napi_value(env, value) }.map(Utf8Text);
-        }
-        // SAFETY: napi wrote `written` bytes (then a NUL) into the buffer's capacity.
-        unsafe { bytes.set_len(written) };
-        // V8 writes valid UTF-8 (lone surrogates replaced), so this only checks it.
-        let text = String::from_utf8(bytes)
-            .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
-        Ok(Utf8Text(text))
+        unsafe { read_utf8(env, value) }.map(Utf8Text)
     }
+}
+
+/// A JS string's UTF-8 copy, in one pass when it is short (see the module docs); lone
+/// surrogates become U+FFFD, as V8 writes them.
+///
+/// # Safety
+/// `value` is a live handle of `env`.
+pub(crate) unsafe fn read_utf8(env: sys::napi_env, value: sys::napi_value) -> napi::Result<String> {
+    let mut units = 0;
+    let status = unsafe {
+        sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut units)
+    };
+    if status != sys::Status::napi_ok || units > ONE_PASS_LIMIT {
+        // Not a string (napi-rs reports that as it always has), or a long one.
+        return unsafe { String::from_napi_value(env, value) };
+    }
+    // Three UTF-8 bytes at most per UTF-16 unit (a surrogate pair: two units, four bytes; a
+    // lone surrogate becomes U+FFFD, three), and one for the NUL napi always writes.
+    let mut bytes: Vec<u8> = Vec::with_capacity(units * 3 + 1);
+    let mut written = 0;
+    let status = unsafe {
+        sys::napi_get_value_string_utf8(
+            env,
+            value,
+            bytes.as_mut_ptr().cast(),
+            bytes.capacity(),
+            &mut written,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        return unsafe { String::from_napi_value(env, value) };
+    }
+    // SAFETY: napi wrote `written` bytes (then a NUL) into the buffer's capacity.
+    unsafe { bytes.set_len(written) };
+    // V8 writes valid UTF-8 (lone surrogates replaced), so this only checks it.
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned()))
+}
+
+/// The UTF-8 bytes [`read_utf8_short_first`] tries on the stack.
+const SHORT_BYTES: usize = 128;
+
+/// [`read_utf8`] for a string that is most likely short (a key, a name): one napi call into a
+/// stack buffer, and only when that filled up, the measured path.
+///
+/// # Safety
+/// `value` is a live handle of `env`.
+pub(crate) unsafe fn read_utf8_short_first(
+    env: sys::napi_env,
+    value: sys::napi_value,
+) -> napi::Result<String> {
+    let mut buffer = [0u8; SHORT_BYTES];
+    let mut written = 0;
+    let status = unsafe {
+        sys::napi_get_value_string_utf8(
+            env,
+            value,
+            buffer.as_mut_ptr().cast(),
+            SHORT_BYTES,
+            &mut written,
+        )
+    };
+    // napi writes whole characters (at most four bytes each) into `SHORT_BYTES - 1` bytes and
+    // a NUL, so a cut string leaves fewer than four of them unused: more left means it is
+    // all there.
+    if status == sys::Status::napi_ok
+        && written + 4 < SHORT_BYTES
+        && let Ok(text) = std::str::from_utf8(&buffer[..written])
+    {
+        return Ok(text.to_owned());
+    }
+    unsafe { read_utf8(env, value) }
 }
 
 /// Text handed to JS as a string, copied as Latin-1 when it is ASCII (see the module docs).
@@ -64,21 +107,48 @@ pub struct JsText(pub String);
 
 impl ToNapiValue for JsText {
     unsafe fn to_napi_value(env: sys::napi_env, text: Self) -> napi::Result<sys::napi_value> {
-        if !text.0.is_ascii() {
-            return unsafe { String::to_napi_value(env, text.0) };
+        unsafe { create_string(env, &text.0) }
+    }
+}
+
+/// `text` as a JS string: copied as Latin-1 when it is ASCII, decoded from UTF-8 otherwise.
+///
+/// # Safety
+/// `env` is the current env, on its JS thread.
+pub(crate) unsafe fn create_string(
+    env: sys::napi_env,
+    text: &str,
+) -> napi::Result<sys::napi_value> {
+    let mut value = std::ptr::null_mut();
+    let status = if text.is_ascii() {
+        unsafe {
+            sys::napi_create_string_latin1(
+                env,
+                text.as_ptr().cast(),
+                text.len() as isize,
+                &mut value,
+            )
         }
-        let mut value = std::ptr::null_mut();
-        crate::napi_status::check(
-            unsafe {
-                sys::napi_create_string_latin1(
-                    env,
-                    text.0.as_ptr().cast(),
-                    text.0.len() as isize,
-                    &mut value,
-                )
-            },
-            "a hook's outcome text",
-        )?;
-        Ok(value)
+    } else {
+        unsafe {
+            sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut value)
+        }
+    };
+    crate::napi_status::check(status, "a hook's outcome text")?;
+    Ok(value)
+}
+
+/// A JS value as napi handed it over, for the few calls that pass one straight on.
+pub struct RawValue(pub sys::napi_value);
+
+impl FromNapiValue for RawValue {
+    unsafe fn from_napi_value(_env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        Ok(RawValue(value))
+    }
+}
+
+impl ToNapiValue for RawValue {
+    unsafe fn to_napi_value(_env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        Ok(value.0)
     }
 }

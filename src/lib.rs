@@ -11,6 +11,7 @@ pub mod execution_log;
 pub mod explain;
 pub mod guard;
 pub mod host;
+mod js_params;
 mod js_text;
 mod napi_status;
 pub mod outcome;

@@ -7,17 +7,24 @@
 //! string back; nothing else crosses per property. A value a provider wrote as JSON text itself
 //! ([`sandbox_core::HookValue::Text`], a validate result) goes into that string as it is.
 //!
-//! The one exception is an execute result carrying a large output string (CreateOS keeps up to
+//! A value written with long strings held beside its text ([`sandbox_core::json_text::Beside`]:
+//! a Kubernetes validate result's kubeconfig) by a hook that ran on the JS thread is handed over
+//! as an object instead: its text parsed by `JSON.parse`, each long string set in its place by
+//! napi, so V8 never parses them ([`Outcome::into_js`]); on the runtime path they are spliced
+//! back into the text.
+//!
+//! The other exception is an execute result carrying a large output string (CreateOS keeps up to
 //! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust
 //! and once more in V8 before `JSON.parse` made the string the host gets, so such a result is
 //! built as an object instead, a large ASCII string handed to V8 without a copy
 //! ([`ExecuteOutcome`]).
 
-use napi::bindgen_prelude::ToNapiValue;
-use napi::sys;
+use napi::bindgen_prelude::{Either, FunctionRef, ToNapiValue};
+use napi::{Env, sys};
 use sandbox_core::{HookValue, ProviderError, ProviderResult, json_text};
 use serde_json::Value;
 
+use crate::js_text::{JsText, RawValue, create_string};
 use crate::napi_status::check;
 
 /// The first allocation for an outcome's JSON text.
@@ -80,7 +87,7 @@ impl Outcome {
         // doubled, four regrowths (each a copy) for a kilobyte-sized validate result. Text a
         // provider wrote is measured, so its buffer is exact.
         let capacity = match &self.value {
-            Some(HookValue::Text(value)) => value.as_str().len() + OUTCOME_WRAPPER_BYTES,
+            Some(HookValue::Text(value)) => value.written_room() + OUTCOME_WRAPPER_BYTES,
             _ => OUTCOME_TEXT_CAPACITY,
         };
         let mut text = Vec::with_capacity(capacity);
@@ -90,7 +97,7 @@ impl Outcome {
             match value {
                 HookValue::Tree(value) => json_text::write_value(&mut text, value),
                 // Written by the provider from typed data: one well-formed value, as it is.
-                HookValue::Text(value) => text.extend_from_slice(value.as_str().as_bytes()),
+                HookValue::Text(value) => value.write_to(&mut text),
             }
         }
         if let Some(error) = &self.error {
@@ -110,6 +117,59 @@ impl Outcome {
         text.push(b'}');
         // Only whole strings and ASCII punctuation were written: always UTF-8.
         String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// The outcome of a hook that ran on the JS thread, as the facade takes it: its JSON text,
+    /// or, for a value written with strings beside its text ([`sandbox_core::json_text::Beside`]),
+    /// the object itself: the text (a `null` in each such place) parsed by this env's
+    /// `JSON.parse`, then each string set in its place by napi, so V8 never parses them.
+    pub fn into_js(
+        self,
+        env: &Env,
+        parse: &FunctionRef<JsText, RawValue>,
+    ) -> napi::Result<Either<JsText, RawValue>> {
+        let text = match self {
+            Outcome {
+                value: Some(HookValue::Text(text)),
+                error: None,
+            } if !text.beside().is_empty() => text,
+            outcome => return Ok(Either::A(JsText(outcome.into_json()))),
+        };
+        let mut wrapped = String::with_capacity(text.text().len() + OUTCOME_WRAPPER_BYTES);
+        wrapped.push_str(r#"{"value":"#);
+        wrapped.push_str(text.text());
+        wrapped.push('}');
+        let outcome = parse.borrow_back(env)?.call(JsText(wrapped))?.0;
+        let env = env.raw();
+        // SAFETY (every napi call below): handles of this env in the current scope (the hook
+        // call's), on its JS thread; out-pointers are locals.
+        let mut value = std::ptr::null_mut();
+        check(
+            unsafe { sys::napi_get_named_property(env, outcome, c"value".as_ptr(), &mut value) },
+            "a hook's outcome (its value)",
+        )?;
+        for beside in text.beside() {
+            let Some((last, parents)) = beside.path.split_last() else {
+                continue;
+            };
+            let mut object = value;
+            for key in parents {
+                let key = unsafe { create_string(env, key)? };
+                let mut inner = std::ptr::null_mut();
+                check(
+                    unsafe { sys::napi_get_property(env, object, key, &mut inner) },
+                    "a hook's outcome (an object on a string's path)",
+                )?;
+                object = inner;
+            }
+            let key = unsafe { create_string(env, last)? };
+            let string = unsafe { create_string(env, &beside.text)? };
+            check(
+                unsafe { sys::napi_set_property(env, object, key, string) },
+                "a hook's outcome (a string set in its place)",
+            )?;
+        }
+        Ok(Either::B(RawValue(outcome)))
     }
 
     pub fn value(value: impl Into<HookValue>) -> Self {

@@ -4,7 +4,8 @@
 //! the `definePlugin` definition from that list), `call(hook, params)` runs one of them, and
 //! `execute(params, log)` runs the execute hook with the call's bound `ctx.execution.log`.
 //!
-//! Params cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
+//! Small plain params are read from the JS value itself ([`crate::js_params`]); any others
+//! cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
 //! thread, so that params too deep for it (its stack runs out) become the catalogued
 //! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`. The provider keeps a reference to
 //! that function from its construction: looking `JSON.stringify` up on the global object on
@@ -16,27 +17,33 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    Either, Function, FunctionRef, JsObjectValue, JsValue, Object, PromiseRaw, Unknown,
+    Either, Either3, Function, FunctionRef, JsObjectValue, JsValue, Object, PromiseRaw, Unknown,
 };
 use napi::{Env, ValueType, sys};
 use napi_derive::napi;
 use sandbox_core::hook::{PARAMS_TOO_DEEP, poll_once};
 use sandbox_core::{Hook, HostSink, Provider, ProviderError};
+use serde_json::Value;
 
 use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
-use crate::js_text::{JsText, Utf8Text};
+use crate::js_params::PlainParams;
+use crate::js_text::{JsText, RawValue, Utf8Text};
 use crate::outcome::{ExecuteOutcome, Outcome, parse_params};
 
 /// Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
-/// holding a large string: as an object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
+/// holding a large string, and a synchronous result with strings held beside its text: as an
+/// object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
 #[napi]
 pub struct NativeProvider {
     provider: Arc<dyn Provider>,
     host: Arc<JsHost>,
-    /// This env's `JSON.stringify`, taken once (see the module docs).
+    /// This env's `JSON.stringify` and `JSON.parse`, taken once (see the module docs).
     stringify: FunctionRef<sys::napi_value, Utf8Text>,
+    parse: FunctionRef<JsText, RawValue>,
+    /// Set when the provider's params carry long strings ([`Provider::params_carry_long_strings`]).
+    plain: Option<PlainParams>,
 }
 
 #[napi]
@@ -83,21 +90,21 @@ impl NativeProvider {
     #[napi(
         catch_unwind,
         ts_args_type = "hook: string, params: unknown",
-        ts_return_type = "string | Promise<string>"
+        ts_return_type = "string | { value: unknown } | Promise<string>"
     )]
     pub fn call<'env>(
         &self,
         env: &'env Env,
         hook: Utf8Text,
         params: Unknown<'env>,
-    ) -> napi::Result<Either<JsText, PromiseRaw<'env, String>>> {
-        let prepared = self.params_json(env, params)?;
+    ) -> napi::Result<Either3<JsText, RawValue, PromiseRaw<'env, String>>> {
+        let prepared = self.prepare(env, params)?;
         let hook = hook.0;
         let known = Hook::from_js_name(&hook);
         let provider = Arc::clone(&self.provider);
         let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
         let call = Box::pin(guard::run(async move {
-            let params = match prepared.and_then(|text| parse_params(&text)) {
+            let params = match prepared.and_then(Prepared::into_params) {
                 Ok(params) => params,
                 Err(failed) => return Outcome::error(failed),
             };
@@ -111,14 +118,19 @@ impl NativeProvider {
         }));
         let call = if known.is_some_and(Hook::is_synchronous) {
             match poll_once(call) {
-                Ok(outcome) => return Ok(Either::A(JsText(outcome.into_json()))),
+                Ok(outcome) => {
+                    return Ok(match outcome.into_js(env, &self.parse)? {
+                        Either::A(text) => Either3::A(text),
+                        Either::B(object) => Either3::B(object),
+                    });
+                }
                 Err(pending) => pending,
             }
         } else {
             call
         };
         env.spawn_future(async move { Ok(call.await.into_json()) })
-            .map(Either::B)
+            .map(Either3::C)
     }
 
     /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
@@ -135,12 +147,12 @@ impl NativeProvider {
         params: Unknown<'env>,
         on_output: ExecutionLogCallback,
     ) -> napi::Result<PromiseRaw<'env, ExecuteOutcome>> {
-        let prepared = self.params_json(env, params)?;
+        let prepared = self.prepare(env, params)?;
         let provider = Arc::clone(&self.provider);
         let sink = Arc::new(self.host.for_call(Some(on_output)));
         env.spawn_future(async move {
             let outcome = guard::run(async move {
-                let params = match prepared.and_then(|text| parse_params(&text)) {
+                let params = match prepared.and_then(Prepared::into_params) {
                     Ok(params) => params,
                     Err(failed) => return Outcome::error(failed),
                 };
@@ -176,31 +188,64 @@ impl NativeProvider {
         let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
         let stringify: Function<'_, sys::napi_value, Utf8Text> =
             json.get_named_property_unchecked("stringify")?;
+        let parse: Function<'_, JsText, RawValue> = json.get_named_property_unchecked("parse")?;
+        let plain = match provider.params_carry_long_strings() {
+            true => Some(PlainParams::new(env)?),
+            false => None,
+        };
         Ok(Self {
             provider,
             host: JsHost::new(host),
             stringify: stringify.create_ref()?,
+            parse: parse.create_ref()?,
+            plain,
         })
     }
 
-    /// The params as JSON text, as `JSON.stringify(params ?? null)` writes it, or the failure
-    /// for params nested too deeply for it. Any other failure of `JSON.stringify` (a `BigInt`, a
-    /// cycle: impossible in params the host parsed from JSON) is rethrown as JavaScript threw it.
-    fn params_json(
+    /// The params as the provider gets them (what serde_json parses from
+    /// `JSON.stringify(params ?? null)`): read from the value when they are small plain data
+    /// and the provider's params carry long strings, else as that text, or the failure for
+    /// params nested too deeply for it. Any other failure
+    /// of `JSON.stringify` (a `BigInt`, a cycle: impossible in params the host parsed from
+    /// JSON) is rethrown as JavaScript threw it.
+    fn prepare(
         &self,
         env: &Env,
         params: Unknown<'_>,
-    ) -> napi::Result<Result<String, ProviderError>> {
+    ) -> napi::Result<Result<Prepared, ProviderError>> {
         if matches!(params.get_type()?, ValueType::Undefined | ValueType::Null) {
-            return Ok(Ok("null".to_owned()));
+            return Ok(Ok(Prepared::Read(Value::Null)));
+        }
+        if let Some(read) = self
+            .plain
+            .as_ref()
+            .and_then(|plain| plain.read(env, params.raw()))
+        {
+            return Ok(Ok(Prepared::Read(read)));
         }
         match self.stringify.borrow_back(env)?.call(params.raw()) {
-            Ok(text) => Ok(Ok(text.0)),
+            Ok(text) => Ok(Ok(Prepared::Text(text.0))),
             // V8's stack overflow (`RangeError: Maximum call stack size exceeded`).
             Err(error) if error.reason.starts_with("RangeError") => {
                 Ok(Err(ProviderError::new(PARAMS_TOO_DEEP)))
             }
             Err(error) => Err(error),
+        }
+    }
+}
+
+/// A hook's params on their way to the provider: read from the JS value already, or JSON text
+/// still to be parsed (off the JS thread, for a hook that runs on the runtime).
+enum Prepared {
+    Read(Value),
+    Text(String),
+}
+
+impl Prepared {
+    fn into_params(self) -> Result<Value, ProviderError> {
+        match self {
+            Prepared::Read(params) => Ok(params),
+            Prepared::Text(text) => parse_params(&text),
         }
     }
 }

@@ -33,6 +33,24 @@ pub fn json_value(number: f64) -> Value {
     }
 }
 
+/// The value serde_json parses from the text `JSON.stringify` writes for `number`: `null` for
+/// `NaN` and the infinities, a safe integer (`-0` as `0`) as that integer, a fraction as the
+/// double itself. Beyond 2^53 the text is not the double's exact value (`2 ** 63` is written
+/// `9223372036854776000`, shortest digits then zeros), so such a number's text is parsed.
+pub fn parsed_json_value(number: f64) -> Value {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if !number.is_finite() {
+        return Value::Null;
+    }
+    if number.fract() == 0.0 {
+        if number.abs() <= MAX_SAFE {
+            return Value::from(number as i64);
+        }
+        return serde_json::from_str(&to_string(number)).unwrap_or(Value::Null);
+    }
+    serde_json::Number::from_f64(number).map_or(Value::Null, Value::Number)
+}
+
 /// A JSON value as JS writes it back: a number is re-made by [`json_value`] (integral doubles
 /// lose their fraction), anything else is unchanged.
 pub fn normalized(value: &Value) -> Value {
@@ -99,6 +117,57 @@ mod tests {
         ];
         for (x, int32) in cases {
             assert_eq!(to_int32(x), int32, "{x}");
+        }
+    }
+
+    #[test]
+    fn parsed_json_values_are_what_serde_json_parses_from_the_json_text() {
+        let two_pow_64 = 18_446_744_073_709_551_616.0;
+        let numbers = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            900.0,
+            0.5,
+            -2.5,
+            0.1,
+            1.5e-7,
+            1e-7,
+            5e-324,
+            1e20,
+            -1e20,
+            1e21,
+            -1e21,
+            9_007_199_254_740_993.0,
+            9_223_372_036_854_775_808.0,
+            -9_223_372_036_854_775_808.0,
+            -9_223_372_036_854_777_856.0,
+            two_pow_64,
+            two_pow_64 - 2048.0,
+            123_456_789_012_345_680_000.0,
+            f64::MAX,
+            f64::MIN,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        for number in numbers {
+            // `JSON.stringify(number)`: Number#toString, or `null` when not finite.
+            let text = if number.is_finite() {
+                to_string(number)
+            } else {
+                "null".into()
+            };
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(parsed_json_value(number), parsed, "{number:e} ({text})");
+            let same_kind = |a: &Value, b: &Value| match (a, b) {
+                (Value::Number(a), Value::Number(b)) => {
+                    (a.is_u64(), a.is_i64(), a.is_f64()) == (b.is_u64(), b.is_i64(), b.is_f64())
+                }
+                _ => true,
+            };
+            assert!(same_kind(&parsed_json_value(number), &parsed), "{text}");
         }
     }
 

@@ -159,7 +159,7 @@ impl std::fmt::Display for HookValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HookValue::Tree(value) => value.fmt(f),
-            HookValue::Text(text) => f.write_str(text.as_str()),
+            HookValue::Text(text) => f.write_str(&text.to_text()),
         }
     }
 }
@@ -197,6 +197,15 @@ pub trait Provider: Send + Sync {
 
     /// `onShutdown`: stops in-flight work within the host's grace period.
     fn shutdown(&self) -> HookFuture<'_>;
+
+    /// Whether this provider's hook params usually carry a string of kilobytes (a
+    /// kubeconfig in every config). The bridge then reads small params from the JS value
+    /// itself, which copies such a string once; for params of short strings only, napi's
+    /// per-property calls cost more than the params' JSON text (bench/profile/README.md §2,
+    /// round 6). Either way the provider gets the same params.
+    fn params_carry_long_strings(&self) -> bool {
+        false
+    }
 
     /// The hooks this provider implements, in [`Hook::ALL`] order: exactly those
     /// [`call`](Provider::call) answers.

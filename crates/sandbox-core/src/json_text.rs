@@ -62,44 +62,115 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     json_escape_simd::escape_into(text, out);
 }
 
-/// The text of one JSON value, written by a provider from its typed data ([`ObjectWriter`]).
-/// Only this module makes one, so it always holds exactly one well-formed value.
+/// A string field at least this long is held beside the text ([`JsonText`]): V8's `JSON.parse`
+/// makes a string from escaped JSON at ~10 instructions a byte (a kubeconfig's newlines are
+/// escapes), while napi copies it in at ~1; handing one string over by napi costs ~2,500
+/// instructions, so below this the text is cheaper (bench/profile/README.md §2, round 6).
+pub const BESIDE_MIN_BYTES: usize = 512;
+
+/// What a placeholder of a string held beside the text is in the text: `null`.
+const PLACEHOLDER: &[u8] = b"null";
+
+/// A long string field held beside a [`JsonText`]: in the text its value is `null`, at byte
+/// `at`; `path` is the keys from the text's value down to the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsonText(String);
+pub struct Beside {
+    pub path: Vec<String>,
+    pub at: usize,
+    pub text: String,
+}
+
+/// The text of one JSON value, written by a provider from its typed data ([`ObjectWriter`]),
+/// with its long string fields held beside it ([`Beside`]): the bridge hands those to JS
+/// without `JSON.parse` reading them, or splices them back in ([`JsonText::write_to`]).
+/// Only this module makes one, so its text is always exactly one well-formed value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText {
+    text: String,
+    beside: Vec<Beside>,
+}
 
 impl JsonText {
     /// Writes one object with `fields`.
     pub fn object(capacity: usize, fields: impl FnOnce(&mut ObjectWriter<'_>)) -> JsonText {
         let mut out = Vec::with_capacity(capacity);
-        let mut object = ObjectWriter::start(&mut out);
+        let mut beside = Vec::new();
+        let mut path = Vec::new();
+        let mut object = ObjectWriter::open(&mut out, &mut beside, &mut path);
         fields(&mut object);
         object.finish();
         // Only whole strings (escaped from `&str`) and ASCII punctuation were written.
-        JsonText(String::from_utf8(out).unwrap_or_default())
+        JsonText {
+            text: String::from_utf8(out).unwrap_or_default(),
+            beside,
+        }
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// The text with a `null` where each string held beside it goes.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The strings held beside the text, in the order they were written.
+    pub fn beside(&self) -> &[Beside] {
+        &self.beside
+    }
+
+    /// The whole value's text (the strings beside it escaped into their places) appended to
+    /// `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        let mut from = 0;
+        for beside in &self.beside {
+            out.extend_from_slice(&self.text.as_bytes()[from..beside.at]);
+            write_str(out, &beside.text);
+            from = beside.at + PLACEHOLDER.len();
+        }
+        out.extend_from_slice(&self.text.as_bytes()[from..]);
+    }
+
+    /// The room [`write_to`](Self::write_to) needs, so a buffer sized with it is not regrown.
+    pub fn written_room(&self) -> usize {
+        self.text.len()
+            + self
+                .beside
+                .iter()
+                .map(|beside| escape_room(beside.text.len()))
+                .sum::<usize>()
+    }
+
+    /// The whole value's text.
+    pub fn to_text(&self) -> String {
+        let mut out = Vec::with_capacity(self.written_room());
+        self.write_to(&mut out);
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// The same value as a tree (tests, and a consumer that needs to look inside).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+        serde_json::from_str(&self.to_text()).unwrap_or(Value::Null)
     }
 }
 
 /// Writes one JSON object into a buffer, a field at a time, in the order they are given. Keys
-/// are escaped like any string, so a key is never trusted to be plain.
+/// are escaped like any string, so a key is never trusted to be plain. A string field of
+/// [`BESIDE_MIN_BYTES`] or more is held beside the text ([`Beside`]).
 pub struct ObjectWriter<'a> {
     out: &'a mut Vec<u8>,
+    beside: &'a mut Vec<Beside>,
+    /// The keys from the outermost object down to this one.
+    path: &'a mut Vec<String>,
     empty: bool,
 }
 
 impl<'a> ObjectWriter<'a> {
-    /// Opens an object at the end of `out`; [`finish`](Self::finish) closes it.
-    pub fn start(out: &'a mut Vec<u8>) -> Self {
+    fn open(out: &'a mut Vec<u8>, beside: &'a mut Vec<Beside>, path: &'a mut Vec<String>) -> Self {
         out.push(b'{');
-        ObjectWriter { out, empty: true }
+        ObjectWriter {
+            out,
+            beside,
+            path,
+            empty: true,
+        }
     }
 
     /// Writes `key` and its colon, and returns the buffer for the caller to write the field's
@@ -115,7 +186,20 @@ impl<'a> ObjectWriter<'a> {
     }
 
     pub fn string(&mut self, key: &str, value: &str) {
-        write_str(self.key(key), value);
+        if value.len() < BESIDE_MIN_BYTES {
+            write_str(self.key(key), value);
+            return;
+        }
+        let at = self.key(key).len();
+        self.out.extend_from_slice(PLACEHOLDER);
+        let mut path = Vec::with_capacity(self.path.len() + 1);
+        path.extend(self.path.iter().cloned());
+        path.push(key.to_owned());
+        self.beside.push(Beside {
+            path,
+            at,
+            text: value.to_owned(),
+        });
     }
 
     pub fn bool(&mut self, key: &str, value: bool) {
@@ -163,9 +247,12 @@ impl<'a> ObjectWriter<'a> {
 
     /// A nested object with `fields`.
     pub fn object(&mut self, key: &str, fields: impl FnOnce(&mut ObjectWriter<'_>)) {
-        let mut object = ObjectWriter::start(self.key(key));
+        self.key(key);
+        self.path.push(key.to_owned());
+        let mut object = ObjectWriter::open(self.out, self.beside, self.path);
         fields(&mut object);
         object.finish();
+        self.path.pop();
     }
 
     /// A non-negative integer.
@@ -242,8 +329,58 @@ mod tests {
             "map": {"k": "v", odd: odd}, "tree": {"n": [1, -2.5, null]},
             "nested": {"max": u64::MAX}, "last": null,
         });
-        assert_eq!(written.as_str(), serde_json::to_string(&expected).unwrap());
+        assert_eq!(written.to_text(), serde_json::to_string(&expected).unwrap());
         assert_eq!(written.to_value(), expected);
-        assert_eq!(JsonText::object(0, |_| {}).as_str(), "{}");
+        assert!(written.beside().is_empty());
+        assert_eq!(JsonText::object(0, |_| {}).to_text(), "{}");
+    }
+
+    #[test]
+    fn long_string_fields_are_held_beside_the_text_and_spliced_back_exactly() {
+        let long = "apiVersion: v1\n\"quoted\" é ☃ 😀\t".repeat(40);
+        let just_under = "x".repeat(BESIDE_MIN_BYTES - 1);
+        let just_at = "y".repeat(BESIDE_MIN_BYTES);
+        let written = JsonText::object(16, |object| {
+            object.bool("ok", true);
+            object.string("first", &long);
+            object.object("normalizedConfig", |inner| {
+                inner.string("short", "s");
+                inner.string("kubeconfig", &long);
+                inner.object("deeper", |deeper| deeper.string("at", &just_at));
+                inner.string("under", &just_under);
+            });
+            object.string("last", &just_at);
+        });
+        let expected = json!({
+            "ok": true, "first": long,
+            "normalizedConfig": {"short": "s", "kubeconfig": long, "deeper": {"at": just_at}, "under": just_under},
+            "last": just_at,
+        });
+        assert_eq!(written.to_text(), serde_json::to_string(&expected).unwrap());
+        let paths: Vec<Vec<&str>> = written
+            .beside()
+            .iter()
+            .map(|beside| beside.path.iter().map(String::as_str).collect())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                vec!["first"],
+                vec!["normalizedConfig", "kubeconfig"],
+                vec!["normalizedConfig", "deeper", "at"],
+                vec!["last"],
+            ]
+        );
+        // The text alone: each held string is `null` at its offset, the rest as written.
+        let text: Value = serde_json::from_str(written.text()).unwrap();
+        assert_eq!(text["normalizedConfig"]["kubeconfig"], Value::Null);
+        assert_eq!(text["normalizedConfig"]["under"], json!(just_under));
+        for beside in written.beside() {
+            assert_eq!(&written.text()[beside.at..beside.at + 4], "null");
+        }
+        let mut out = Vec::with_capacity(written.written_room());
+        let capacity = out.capacity();
+        written.write_to(&mut out);
+        assert_eq!(out.capacity(), capacity, "sized once");
     }
 }

@@ -11,7 +11,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /**
  * Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
- * holding a large string: as an object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
+ * holding a large string, and a synchronous result with strings held beside its text: as an
+ * object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
  */
 export declare class NativeProvider {
   /** The CreateOS provider (`crates/createos`), reporting to `host`. */

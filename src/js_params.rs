@@ -181,16 +181,27 @@ impl Walker {
         self.object(value, depth)
     }
 
-    fn array(&mut self, array: sys::napi_value, depth: usize) -> Walk<Value> {
+    /// An array's length, when its members fit in what is left of the budget.
+    fn length_within_budget(&self, array: sys::napi_value) -> Walk<u32> {
         let mut length = 0;
         ok(unsafe { sys::napi_get_array_length(self.env, array, &mut length) })?;
         if length as usize > self.budget {
             return Err(NotPlain);
         }
+        Ok(length)
+    }
+
+    fn element(&self, array: sys::napi_value, index: u32) -> Walk<sys::napi_value> {
+        let mut element = ptr::null_mut();
+        ok(unsafe { sys::napi_get_element(self.env, array, index, &mut element) })?;
+        Ok(element)
+    }
+
+    fn array(&mut self, array: sys::napi_value, depth: usize) -> Walk<Value> {
+        let length = self.length_within_budget(array)?;
         let mut items = Vec::with_capacity(length as usize);
         for index in 0..length {
-            let mut item = ptr::null_mut();
-            ok(unsafe { sys::napi_get_element(self.env, array, index, &mut item) })?;
+            let item = self.element(array, index)?;
             items.push(self.value(item, depth + 1)?.unwrap_or(Value::Null));
         }
         Ok(Value::Array(items))
@@ -208,15 +219,10 @@ impl Walker {
                 &mut keys,
             )
         })?;
-        let mut count = 0;
-        ok(unsafe { sys::napi_get_array_length(self.env, keys, &mut count) })?;
-        if count as usize > self.budget {
-            return Err(NotPlain);
-        }
+        let count = self.length_within_budget(keys)?;
         let mut fields = Map::with_capacity(count as usize);
         for index in 0..count {
-            let mut key = ptr::null_mut();
-            ok(unsafe { sys::napi_get_element(self.env, keys, index, &mut key) })?;
+            let key = self.element(keys, index)?;
             let mut field = ptr::null_mut();
             ok(unsafe { sys::napi_get_property(self.env, object, key, &mut field) })?;
             if let Some(field) = self.value(field, depth + 1)? {

@@ -119,21 +119,13 @@ pub(crate) unsafe fn create_string(
     env: sys::napi_env,
     text: &str,
 ) -> napi::Result<sys::napi_value> {
-    let mut value = std::ptr::null_mut();
-    let status = if text.is_ascii() {
-        unsafe {
-            sys::napi_create_string_latin1(
-                env,
-                text.as_ptr().cast(),
-                text.len() as isize,
-                &mut value,
-            )
-        }
+    let create = if text.is_ascii() {
+        sys::napi_create_string_latin1
     } else {
-        unsafe {
-            sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut value)
-        }
+        sys::napi_create_string_utf8
     };
+    let mut value = std::ptr::null_mut();
+    let status = unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut value) };
     crate::napi_status::check(status, "a hook's outcome text")?;
     Ok(value)
 }

@@ -71,6 +71,17 @@ pub const BESIDE_MIN_BYTES: usize = 512;
 /// What a placeholder of a string held beside the text is in the text: `null`.
 const PLACEHOLDER: &[u8] = b"null";
 
+/// The room a string field of `len` bytes takes in an [`ObjectWriter`]'s buffer: the escaper's
+/// reserve ([`escape_room`]) when it is written into the text, its placeholder when it is held
+/// beside. A buffer sized with it for its long strings is never regrown while it is written.
+pub const fn string_field_room(len: usize) -> usize {
+    if len < BESIDE_MIN_BYTES {
+        escape_room(len)
+    } else {
+        PLACEHOLDER.len()
+    }
+}
+
 /// A long string field held beside a [`JsonText`]: in the text its value is `null`, at byte
 /// `at`; `path` is the keys from the text's value down to the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,8 +203,7 @@ impl<'a> ObjectWriter<'a> {
         }
         let at = self.key(key).len();
         self.out.extend_from_slice(PLACEHOLDER);
-        let mut path = Vec::with_capacity(self.path.len() + 1);
-        path.extend(self.path.iter().cloned());
+        let mut path = self.path.clone();
         path.push(key.to_owned());
         self.beside.push(Beside {
             path,
@@ -333,6 +343,26 @@ mod tests {
         assert_eq!(written.to_value(), expected);
         assert!(written.beside().is_empty());
         assert_eq!(JsonText::object(0, |_| {}).to_text(), "{}");
+        let short = "s".repeat(BESIDE_MIN_BYTES - 1);
+        let long = "l".repeat(BESIDE_MIN_BYTES);
+        let sized = |text: &str| {
+            let room = 64 + string_field_room(text.len());
+            let written = JsonText::object(room, |object| object.string("k", text));
+            (
+                written.text().len() <= room,
+                written.text.capacity() == room,
+            )
+        };
+        assert_eq!(
+            sized(&short),
+            (true, true),
+            "written into the text, in its room"
+        );
+        assert_eq!(
+            sized(&long),
+            (true, true),
+            "held beside, its placeholder's room"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub mod login;
 pub mod sync;
 mod table;
 
-use sandbox_core::json_text::escape_room;
+use sandbox_core::json_text::string_field_room;
 use sandbox_core::{ErrorClass, HookValue, JsonText, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
@@ -70,11 +70,11 @@ pub fn validate_config(params: &Value) -> ProviderResult<HookValue> {
     let defaults = get_adapter_defaults(&config.adapter_type, config.adapters.as_deref())?;
     let warning = validate_config_warning(&config, &defaults.allow_fqdns);
     // Written from the typed config: no `Value` tree built only to be walked into text.
-    // Room for the kubeconfig as the escaper writes it, so the buffer is not regrown midway.
+    // Room for the kubeconfig as it is written, so the buffer is not regrown midway.
     let kubeconfig_room = config
         .kubeconfig
         .as_deref()
-        .map_or(0, |k| escape_room(k.len()));
+        .map_or(0, |k| string_field_room(k.len()));
     let result = JsonText::object(NORMALIZED_TEXT_CAPACITY + kubeconfig_room, |result| {
         result.bool("ok", true);
         result.object("normalizedConfig", |normalized| {

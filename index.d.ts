@@ -45,6 +45,13 @@ export declare class NativeProvider {
   shutdown(): Promise<string>
 }
 
+/**
+ * An execute outcome `{value: {stdout}}` with `bytes` ASCII characters of stdout, through the
+ * same conversion a real execute's result takes ([`crate::outcome::ExecuteOutcome`]), so a
+ * test can watch what V8 does with a series of large results.
+ */
+export declare function debugLargeExecuteOutcome(bytes: number): { value: { stdout: string } } | string
+
 /** Panics inside an async call: the promise must reject, the worker must live on. */
 export declare function debugPanicAsync(message: string): Promise<string>
 

@@ -773,8 +773,9 @@ if (
   }
 }
 
-const { NativeProvider, debugPanicAsync, debugPanicSync, debugReadParams, debugStreamExecutionLog, explainError } = nativeBinding
+const { NativeProvider, debugLargeExecuteOutcome, debugPanicAsync, debugPanicSync, debugReadParams, debugStreamExecutionLog, explainError } = nativeBinding
 export { NativeProvider }
+export { debugLargeExecuteOutcome }
 export { debugPanicAsync }
 export { debugPanicSync }
 export { debugReadParams }

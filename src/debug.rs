@@ -1,5 +1,6 @@
 //! Test-only entry points that exercise the bridge itself: streaming from a Rust task into a
-//! bound `ctx.execution.log`, and panics on both kinds of call. They do nothing a user can
+//! bound `ctx.execution.log`, panics on both kinds of call, the two ways of reading params, and
+//! large execute results. They do nothing a user can
 //! observe outside of tests, so they ship in the addon (one binary for tests and production).
 
 use napi::Status;
@@ -114,4 +115,15 @@ pub fn debug_read_params(
         parsed,
         parse_error,
     })
+}
+
+/// An execute outcome `{value: {stdout}}` with `bytes` ASCII characters of stdout, through the
+/// same conversion a real execute's result takes ([`crate::outcome::ExecuteOutcome`]), so a
+/// test can watch what V8 does with a series of large results.
+#[napi(ts_return_type = "{ value: { stdout: string } } | string")]
+pub fn debug_large_execute_outcome(bytes: u32) -> crate::outcome::ExecuteOutcome {
+    let stdout = "a".repeat(bytes as usize);
+    crate::outcome::ExecuteOutcome(crate::outcome::Outcome::value(
+        serde_json::json!({ "stdout": stdout }),
+    ))
 }

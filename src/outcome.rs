@@ -309,29 +309,37 @@ unsafe extern "C" {
 
 /// An ASCII string handed to V8 without a copy: V8 keeps a small string object pointing at the
 /// Rust buffer and frees the buffer (the finalizer) when it collects that object. V8 puts
-/// external strings in its old space, so that happens at the next full GC, which V8 starts at
-/// the latest once external memory has grown by 64 MiB: a series of large executes keeps up to
-/// that much of earlier results. A copy does no better: measured, the copies ended up in V8's
-/// old large-object space (promoted by a scavenge while the reply was still being written),
-/// where they too wait for a full GC, under the old generation's larger limit, and held
-/// ~60 MiB more (bench/profile/README.md §1, "Large results between executes").
+/// external strings in its old space, so that happens at a full GC.
+///
+/// The buffer's size is reported with `napi_adjust_external_memory` for as long as it lives:
+/// V8 checks its external-memory limit (a full GC once it has grown by 64 MiB) only when that
+/// count changes, and an external string alone does not change it. Unreported, a series of
+/// large executes kept every earlier result until something else started a full GC: 8 MiB a
+/// run without end (measured to 108 MiB of dead results over 13 runs; bench/profile/README.md
+/// §1, "Large results reported to V8"). A copy does no better: measured, the copies ended up
+/// in V8's old large-object space (promoted by a scavenge while the reply was still being
+/// written), where they too wait for a full GC ("Large results between executes").
 unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys::napi_value> {
     unsafe extern "C" fn finalize(
-        _env: sys::napi_env,
+        env: sys::napi_env,
         _data: *mut std::ffi::c_void,
         hint: *mut std::ffi::c_void,
     ) {
         // SAFETY: `hint` is the box leaked below, finalized exactly once by Node.
-        drop(unsafe { Box::from_raw(hint.cast::<String>()) });
+        let text = unsafe { Box::from_raw(hint.cast::<String>()) };
+        unsafe { report_external_bytes(env, -(text.len() as i64)) };
     }
     let text = Box::new(text);
     let (data, length) = (text.as_ptr(), text.len());
     let hint = Box::into_raw(text);
     let mut value = std::ptr::null_mut();
     let mut copied = false;
-    // When V8 copies instead (`copied`), Node has run the finalizer already; either way the
-    // buffer is Node's now. A failure (only for strings past V8's length limit, far above
-    // what a result holds) leaves it unowned: it is leaked rather than risk freeing it twice.
+    // Reported first, so that the finalizer's decrease always has its increase, even when V8
+    // copies instead (`copied`) and Node has run the finalizer already; either way the buffer
+    // is Node's now. A failure (only for strings past V8's length limit, far above what a
+    // result holds) leaves it unowned: it is leaked rather than risk freeing it twice, and
+    // its report is taken back.
+    unsafe { report_external_bytes(env, length as i64) };
     let status = unsafe {
         node_api_create_external_string_latin1(
             env,
@@ -343,8 +351,19 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
             &mut copied,
         )
     };
+    if status != sys::Status::napi_ok {
+        unsafe { report_external_bytes(env, -(length as i64)) };
+    }
     check(status, "the execute result (string)")?;
     Ok(value)
+}
+
+/// Tells V8 that `change` bytes outside its heap were kept alive (or let go) by JS values.
+/// Its status is not checked: it fails only for a null env, and a missed report changes
+/// when V8 collects, never what a result holds.
+unsafe fn report_external_bytes(env: sys::napi_env, change: i64) {
+    let mut total = 0;
+    unsafe { sys::napi_adjust_external_memory(env, change, &mut total) };
 }
 
 #[cfg(test)]

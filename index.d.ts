@@ -27,14 +27,16 @@ export declare class NativeProvider {
   /** `setup`: called once the worker has its ctx. */
   setup(): string
   /**
-   * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
-   * Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
-   * A synchronous hook (health, config validation: `Hook::is_synchronous`) runs to its end
-   * here and returns its outcome itself: it is a few microseconds of computation, less than
-   * the promise and the two thread hops of the runtime path would cost. Every other hook
-   * runs on the tokio runtime and returns a promise.
+   * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`: see
+   * [`NativeProvider::dispatch`]. plugin-kit calls the same through [`Self::hook_caller`].
    */
   call(hook: string, params: unknown): string | { value: unknown } | Promise<string>
+  /**
+   * `call` as a plain function, `(hook, params) => outcome`, without napi-rs's per-call
+   * borrow bookkeeping (see [`crate::hook_caller`]): what plugin-kit calls for every hook
+   * but execute.
+   */
+  hookCaller(this: this): (hook: string, params: unknown) => string | { value: unknown } | Promise<string>
   /**
    * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
    * the hook's async context by plugin-kit; the result waits until every chunk of output has

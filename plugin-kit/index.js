@@ -230,15 +230,30 @@ export function settle(outcome) {
   return value;
 }
 
-/** Runs a native call (sync or async) and settles its outcome, normalising any thrown error. */
-export async function invoke(call) {
+/**
+ * Runs a native call and settles its outcome, normalising any thrown error: always a promise,
+ * as the original hooks are async. A synchronous hook's outcome (health, config validation) is
+ * settled at once, with no await in between: an async wrapper and an await cost a hook call
+ * more microtask turns than the SDK-only floor's hook takes (bench/profile/README.md §2,
+ * round 7).
+ */
+export function invoke(call) {
   let outcome;
   try {
-    outcome = await call();
+    outcome = call();
   } catch (error) {
-    throw plainError(error);
+    return Promise.reject(plainError(error));
   }
-  return settle(outcome);
+  if (outcome instanceof Promise) return outcome.then(settle, rethrowPlain);
+  try {
+    return Promise.resolve(settle(outcome));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function rethrowPlain(error) {
+  throw plainError(error);
 }
 
 /** A callback Rust may invoke: a throw inside it must never take the worker down. */
@@ -333,10 +348,12 @@ export function createHostBridge({ output = process.stdout } = {}) {
 /**
  * The `definePlugin` definition of a native provider: `setup` and `onShutdown`, plus exactly the
  * hooks `provider.hooks()` names (the host routes traffic by the methods a worker advertises,
- * and that list is the Rust hook table's). Each hook hands its params to `provider.call` and
- * returns its promise; execute also hands Rust the call's bound `ctx.execution.log`.
+ * and that list is the Rust hook table's). Each hook hands its params to the provider's hook
+ * caller (`provider.call` as a plain function, cheaper per call: src/hook_caller.rs) and returns
+ * its promise; execute also hands Rust the call's bound `ctx.execution.log`.
  */
 export function nativePluginDefinition(provider, host) {
+  const callHook = provider.hookCaller();
   const definition = {
     async setup(ctx) {
       host.attach(ctx);
@@ -350,8 +367,8 @@ export function nativePluginDefinition(provider, host) {
   for (const hook of provider.hooks()) {
     definition[hook] =
       hook === "onEnvironmentExecute"
-        ? async (params) => invoke(() => provider.execute(params, host.executionLog()))
-        : async (params) => invoke(() => provider.call(hook, params));
+        ? (params) => invoke(() => provider.execute(params, host.executionLog()))
+        : (params) => invoke(() => callHook(hook, params));
   }
   return definition;
 }

@@ -1,5 +1,5 @@
 //! Strings across the boundary in one pass each way, for the texts every hook call moves: its
-//! params' JSON in, its outcome's JSON out (and its hook name).
+//! params' JSON in, its outcome's JSON out, and its hook name.
 //!
 //! napi-rs's `String` conversions take two passes over a string going into Rust
 //! (`napi_get_value_string_utf8` once to measure the UTF-8 length, once to copy) and decode UTF-8
@@ -16,6 +16,7 @@
 
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
 use napi::sys;
+use sandbox_core::Hook;
 
 /// A string longer than this many UTF-16 units is measured before it is copied (see the module
 /// docs): a one-pass buffer for it would be up to three times its UTF-8 size.
@@ -79,6 +80,19 @@ pub(crate) unsafe fn read_utf8_short_first(
     env: sys::napi_env,
     value: sys::napi_value,
 ) -> napi::Result<String> {
+    unsafe { with_utf8_short_first(env, value, str::to_owned) }
+}
+
+/// `read`'s answer for a JS string's UTF-8 text, copied onto the stack when it is short (see
+/// [`read_utf8_short_first`]): a reader that keeps nothing of the text allocates nothing.
+///
+/// # Safety
+/// `value` is a live handle of `env`.
+pub(crate) unsafe fn with_utf8_short_first<T>(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    read: impl FnOnce(&str) -> T,
+) -> napi::Result<T> {
     let mut buffer = [0u8; SHORT_BYTES];
     let mut written = 0;
     let status = unsafe {
@@ -97,9 +111,25 @@ pub(crate) unsafe fn read_utf8_short_first(
         && written + 4 < SHORT_BYTES
         && let Ok(text) = std::str::from_utf8(&buffer[..written])
     {
-        return Ok(text.to_owned());
+        return Ok(read(text));
     }
-    unsafe { read_utf8(env, value) }
+    unsafe { read_utf8(env, value) }.map(|text| read(&text))
+}
+
+/// A hook's name as plugin-kit passes it to `NativeProvider.call`: the [`Hook`] it names,
+/// found from a stack copy (the names are short), or, for a name that is no hook's, the name
+/// itself for the error that reports it.
+pub struct HookName(pub Result<Hook, String>);
+
+impl FromNapiValue for HookName {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        unsafe {
+            with_utf8_short_first(env, value, |name| {
+                Hook::from_js_name(name).ok_or_else(|| name.to_owned())
+            })
+        }
+        .map(HookName)
+    }
 }
 
 /// Text handed to JS as a string, copied as Latin-1 when it is ASCII (see the module docs).

@@ -10,6 +10,7 @@ pub mod debug;
 pub mod execution_log;
 pub mod explain;
 pub mod guard;
+mod hook_caller;
 pub mod host;
 mod js_params;
 mod js_text;

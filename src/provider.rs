@@ -17,7 +17,8 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    Either, Either3, Function, FunctionRef, JsObjectValue, JsValue, Object, PromiseRaw, Unknown,
+    Either, Either3, Function, FunctionRef, JsObjectValue, JsValue, Object, PromiseRaw, This,
+    Unknown,
 };
 use napi::{Env, ValueType, sys};
 use napi_derive::napi;
@@ -29,7 +30,7 @@ use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::{HostCallbacks, JsHost};
 use crate::js_params::PlainParams;
-use crate::js_text::{JsText, RawValue, Utf8Text};
+use crate::js_text::{HookName, JsText, RawValue, Utf8Text};
 use crate::outcome::{ExecuteOutcome, Outcome, parse_params};
 
 /// Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
@@ -81,12 +82,9 @@ impl NativeProvider {
         .into_json()
     }
 
-    /// Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
-    /// Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
-    /// A synchronous hook (health, config validation: `Hook::is_synchronous`) runs to its end
-    /// here and returns its outcome itself: it is a few microseconds of computation, less than
-    /// the promise and the two thread hops of the runtime path would cost. Every other hook
-    /// runs on the tokio runtime and returns a promise.
+    /// Runs the hook named `hook` (one of the names `hooks()` returns) with `params`: the
+    /// outcome of a synchronous hook (health, config validation) at once, a promise of it for
+    /// every other hook. plugin-kit calls the same through `hookCaller()`.
     #[napi(
         catch_unwind,
         ts_args_type = "hook: string, params: unknown",
@@ -95,42 +93,22 @@ impl NativeProvider {
     pub fn call<'env>(
         &self,
         env: &'env Env,
-        hook: Utf8Text,
+        hook: HookName,
         params: Unknown<'env>,
     ) -> napi::Result<Either3<JsText, RawValue, PromiseRaw<'env, String>>> {
-        let prepared = self.prepare(env, params)?;
-        let hook = hook.0;
-        let known = Hook::from_js_name(&hook);
-        let provider = Arc::clone(&self.provider);
-        let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
-        let call = Box::pin(guard::run(async move {
-            let params = match prepared.and_then(Prepared::into_params) {
-                Ok(params) => params,
-                Err(failed) => return Outcome::error(failed),
-            };
-            let Some(hook) = known else {
-                return not_implemented(&hook);
-            };
-            match provider.call(hook, &params, sink) {
-                Some(call) => call.await.into(),
-                None => not_implemented(hook.js_name()),
-            }
-        }));
-        let call = if known.is_some_and(Hook::is_synchronous) {
-            match poll_once(call) {
-                Ok(outcome) => {
-                    return Ok(match outcome.into_js(env, &self.parse)? {
-                        Either::A(text) => Either3::A(text),
-                        Either::B(object) => Either3::B(object),
-                    });
-                }
-                Err(pending) => pending,
-            }
-        } else {
-            call
-        };
-        env.spawn_future(async move { Ok(call.await.into_json()) })
-            .map(Either3::C)
+        self.dispatch(env, hook, params)
+    }
+
+    /// `call` as a plain function, `(hook, params) => outcome`, which keeps this provider
+    /// alive while it lives and costs less per call (no napi-rs borrow bookkeeping: see
+    /// `src/hook_caller.rs`): what plugin-kit calls for every hook but execute.
+    #[napi(
+        catch_unwind,
+        ts_return_type = "(hook: string, params: unknown) => string | { value: unknown } | Promise<string>"
+    )]
+    pub fn hook_caller(&self, env: &Env, this: This) -> napi::Result<RawValue> {
+        // SAFETY: the current env, on its JS thread; `this` is the object `self` is wrapped in.
+        unsafe { crate::hook_caller::create(env.raw(), self, this.object.raw()) }.map(RawValue)
     }
 
     /// `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
@@ -180,6 +158,53 @@ impl NativeProvider {
 }
 
 impl NativeProvider {
+    /// Runs the hook named `hook` (one of the names `hooks()` returns) with `params`.
+    /// Session hooks (login PTY, duplex) keep the call's sink for as long as the session lives.
+    /// A synchronous hook (health, config validation: `Hook::is_synchronous`) runs to its end
+    /// here and returns its outcome itself: it is a few microseconds of computation, less than
+    /// the promise and the two thread hops of the runtime path would cost. Every other hook
+    /// runs on the tokio runtime and returns a promise.
+    pub(crate) fn dispatch<'env>(
+        &self,
+        env: &'env Env,
+        hook: HookName,
+        params: Unknown<'env>,
+    ) -> napi::Result<Either3<JsText, RawValue, PromiseRaw<'env, String>>> {
+        let prepared = self.prepare(env, params)?;
+        let known = hook.0.as_ref().ok().copied();
+        let provider = Arc::clone(&self.provider);
+        let sink: Arc<dyn HostSink> = Arc::new(self.host.for_call(None));
+        let call = Box::pin(guard::run(async move {
+            let params = match prepared.and_then(Prepared::into_params) {
+                Ok(params) => params,
+                Err(failed) => return Outcome::error(failed),
+            };
+            let hook = match hook.0 {
+                Ok(hook) => hook,
+                Err(name) => return not_implemented(&name),
+            };
+            match provider.call(hook, &params, sink) {
+                Some(call) => call.await.into(),
+                None => not_implemented(hook.js_name()),
+            }
+        }));
+        let call = if known.is_some_and(Hook::is_synchronous) {
+            match poll_once(call) {
+                Ok(outcome) => {
+                    return Ok(match outcome.into_js(env, &self.parse)? {
+                        Either::A(text) => Either3::A(text),
+                        Either::B(object) => Either3::B(object),
+                    });
+                }
+                Err(pending) => pending,
+            }
+        } else {
+            call
+        };
+        env.spawn_future(async move { Ok(call.await.into_json()) })
+            .map(Either3::C)
+    }
+
     fn with(
         env: &Env,
         provider: Arc<dyn Provider>,

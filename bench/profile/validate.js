@@ -50,15 +50,16 @@ const kubeconfig = [
 ].join("\n");
 const params =
   hook === "onHealth"
-    ? {}
+    ? undefined
     : provider === "createos"
       ? { driverKey: "createos", config: { apiUrl: "http://127.0.0.1:1234", apiKey: "profile-key", shape: "s-1vcpu-1gb" } }
       : { driverKey: "kubernetes", config: { kubeconfig, companySlug: "acme", backend: "sandbox-cr", egressMode: "cilium" } };
 const native = provider === "createos" ? NativeProvider.createos() : NativeProvider.kubernetes();
 
-// What a plugin-kit hook does per call: params in (the addon stringifies them), the outcome
-// settled, one call at a time.
-const call = () => invoke(() => native.call(hook, params));
+// What a plugin-kit hook does per call: params in through the provider's hook caller (the addon
+// reads or stringifies them), the outcome settled, one call at a time.
+const callHook = native.hookCaller();
+const call = () => invoke(() => callHook(hook, params));
 const first = await call();
 const ok = hook === "onHealth" ? first?.status === "ok" : first?.ok === true;
 if (!ok) throw new Error(`${hook} failed: ${JSON.stringify(first)}`);

@@ -6,10 +6,11 @@
 //! The hooks themselves are in [`crate::hooks`], one file per hook family; health and setup,
 //! which touch nothing, are here.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use sandbox_core::{HookValue, ProviderResult};
-use serde_json::{Value, json};
+use sandbox_core::hook::healthy;
+use sandbox_core::{HookValue, JsonText, ProviderResult};
+use serde_json::Value;
 
 use crate::cluster::{Clock, ClusterConnector, KubeConnector, SandboxApiVersionCache, SystemClock};
 use crate::lease::state::{ReadySet, UploadInterceptors};
@@ -107,8 +108,10 @@ impl KubernetesProvider {
     }
 
     /// `onHealth`: makes no cluster call.
-    pub fn health(&self) -> Value {
-        json!({ "status": "ok", "message": "Kubernetes sandbox provider plugin healthy" })
+    pub fn health(&self) -> JsonText {
+        static HEALTH: LazyLock<JsonText> =
+            LazyLock::new(|| healthy("Kubernetes sandbox provider plugin healthy"));
+        HEALTH.clone()
     }
 
     /// `onEnvironmentValidateConfig`. Can throw, as the original does when adapter defaults

@@ -236,6 +236,16 @@ pub fn resolves_maybe<'a>(
     Box::pin(async move { call.await.map(|value| value.map(HookValue::Tree)) })
 }
 
+/// An `onHealth` answer, `{status: "ok", message}`, written as text. Both providers' answer
+/// never changes, so each writes it once and hands out copies: built as a tree per call it cost
+/// a health call more than the rest of the bridge (bench/profile/README.md §2, round 7).
+pub fn healthy(message: &str) -> JsonText {
+    JsonText::object(message.len() + 32, |object| {
+        object.string("status", "ok");
+        object.string("message", message);
+    })
+}
+
 /// Polls `call` once, with a waker that does nothing: its output if it completed, else the call
 /// itself, to be run to its end on the async runtime (which polls it again at once, with a real
 /// waker). This is how a [synchronous](Hook::is_synchronous) hook runs on the calling thread.

@@ -27,14 +27,15 @@ export declare class NativeProvider {
   /** `setup`: called once the worker has its ctx. */
   setup(): string
   /**
-   * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`: see
-   * [`NativeProvider::dispatch`]. plugin-kit calls the same through [`Self::hook_caller`].
+   * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`: the
+   * outcome of a synchronous hook (health, config validation) at once, a promise of it for
+   * every other hook. plugin-kit calls the same through `hookCaller()`.
    */
   call(hook: string, params: unknown): string | { value: unknown } | Promise<string>
   /**
-   * `call` as a plain function, `(hook, params) => outcome`, without napi-rs's per-call
-   * borrow bookkeeping (see [`crate::hook_caller`]): what plugin-kit calls for every hook
-   * but execute.
+   * `call` as a plain function, `(hook, params) => outcome`, which keeps this provider
+   * alive while it lives and costs less per call (no napi-rs borrow bookkeeping: see
+   * `src/hook_caller.rs`): what plugin-kit calls for every hook but execute.
    */
   hookCaller(this: this): (hook: string, params: unknown) => string | { value: unknown } | Promise<string>
   /**

@@ -54,6 +54,16 @@ describe("the hook caller", () => {
     expect(bigint.message).toBe(failureOf(() => provider.call("onEnvironmentValidateConfig", { config: { big: 1n } })).message);
   });
 
+  it("is settled by invoke whichever realm made its promise (Jest runs plugins in a VM context)", async () => {
+    const foreign = runInNewContext('Promise.resolve(\'{"value":{"ok":true}}\')');
+    expect(foreign).not.toBeInstanceOf(Promise);
+    await expect(invoke(() => foreign)).resolves.toEqual({ ok: true });
+    const failed = runInNewContext("Promise.reject(Object.assign(new Error('boom'), { code: 'GenericFailure' }))");
+    const error = await invoke(() => failed).catch((e) => e);
+    expect(error.message).toBe("boom");
+    expect(error.code).toBeUndefined();
+  });
+
   it("keeps its provider alive while the function lives", async () => {
     // No reference to the providers is left but the callers' own.
     const callers = Array.from({ length: 64 }, (_, i) => (i % 2 ? native.NativeProvider.createos() : native.NativeProvider.kubernetes()).hookCaller());

@@ -211,10 +211,12 @@ function errorFromNative({ message, name, code }) {
 
 /**
  * napi-rs rejects with an Error carrying an enumerable string `code` ("GenericFailure"): noise to
- * the host and to users comparing errors. Keep the message, drop the code.
+ * the host and to users comparing errors. Keep the message, drop the code. An Error is known by
+ * its brand, not `instanceof`: napi makes its errors in the addon's realm, which need not be the
+ * plugin's (Jest's VM modules).
  */
 function plainError(error) {
-  if (!(error instanceof Error)) return new Error(String(error));
+  if (Object.prototype.toString.call(error) !== "[object Error]") return new Error(String(error));
   if (typeof error.code === "string") return new Error(error.message);
   return error;
 }
@@ -244,7 +246,9 @@ export function invoke(call) {
   } catch (error) {
     return Promise.reject(plainError(error));
   }
-  if (outcome instanceof Promise) return outcome.then(settle, rethrowPlain);
+  // A thenable, not `instanceof Promise`: napi makes its promises in the addon's realm, and a
+  // plugin may run in another one (Jest's VM modules), whose `Promise` they are not.
+  if (typeof outcome?.then === "function") return outcome.then(settle, rethrowPlain);
   try {
     return Promise.resolve(settle(outcome));
   } catch (error) {

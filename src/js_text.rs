@@ -88,7 +88,7 @@ pub(crate) unsafe fn read_utf8_short_first(
 ///
 /// # Safety
 /// `value` is a live handle of `env`.
-pub(crate) unsafe fn with_utf8_short_first<T>(
+unsafe fn with_utf8_short_first<T>(
     env: sys::napi_env,
     value: sys::napi_value,
     read: impl FnOnce(&str) -> T,
@@ -116,7 +116,7 @@ pub(crate) unsafe fn with_utf8_short_first<T>(
     unsafe { read_utf8(env, value) }.map(|text| read(&text))
 }
 
-/// A hook's name as plugin-kit passes it to `NativeProvider.call`: the [`Hook`] it names,
+/// A hook's name as `NativeProvider.call` and the hook caller take it: the [`Hook`] it names,
 /// found from a stack copy (the names are short), or, for a name that is no hook's, the name
 /// itself for the error that reports it.
 pub struct HookName(pub Result<Hook, String>);

@@ -27,7 +27,7 @@ const ALLOWED_PATHS: [&str; 4] = ["", "/", "/v1", "/v1/"];
 ///
 /// The answer for the last text seen on this thread is kept: a host validates and uses the same
 /// config over and over, and the WHATWG parse (host parsing, IDNA or IPv4 serialisation) was
-/// ~13,000 instructions of a ~45,000-instruction validate call (bench/profile/README.md §2,
+/// ~4,000 instructions of a ~42,000-instruction validate call (bench/profile/README.md §2,
 /// round 7). The answer depends on the text alone, so a kept one is always the same answer.
 pub(crate) fn api_origin(text: &str) -> Result<String, ProviderError> {
     thread_local! {

@@ -1,6 +1,9 @@
-// Hook params read from the JS value itself (src/js_params.rs) must be exactly the tree the
-// text path makes of them (`JSON.stringify`, then serde_json), and anything JSON.stringify
-// treats specially must go down the text path. `debugReadParams` reads one value both ways.
+// Hook params read from the JS value by the reader (src/js_params.rs, src/js_params_reader.js)
+// must be exactly the tree the text path makes of them (`JSON.stringify`, then serde_json), and
+// anything JSON.stringify treats specially must go down the text path. `debugReadParams` reads
+// one value both ways.
+
+import vm from "node:vm";
 
 import { describe, expect, it } from "vitest";
 
@@ -36,6 +39,9 @@ describe("params read from the JS value", () => {
       { unicode: "é ü ☃ \u2028 😀", [`key é ☃ 😀`]: "v" },
       { lone: "cut \ud83d here \ude00 end", [`k \ud800`]: ["\udfff"] },
       { collide: { "a\ud800": 1, "a\udbff": 2 } },
+      // The reader's own tokens and length prefixes inside keys and strings.
+      { "s1:": "d1;", "{": "}[", "]": "s999:", n: "t", "": ":", "12:": ["s2:ab", "{}", "[]"] },
+      { lengths: ["\ud83d\ude00s2:", "😀".repeat(70), "é".repeat(200) + "s3:abc"] },
       Object.assign(Object.create(null), { bare: "prototype-less", nested: Object.create(null) }),
       "a string",
       42,
@@ -54,6 +60,11 @@ describe("params read from the JS value", () => {
         expectWalkedAsText({ [text]: [text] });
       }
     }
+    // Another realm's plain objects (Jest runs plugins in a VM context) go down the text path,
+    // and arrive the same.
+    const foreign = vm.runInNewContext('({ config: { kubeconfig: "a\\nb", list: [1, "two"] } })');
+    expect(read(foreign).walked ?? null).toBeNull();
+    expect(JSON.parse(read(foreign).parsed)).toEqual({ config: { kubeconfig: "a\nb", list: [1, "two"] } });
     const hidden = { shown: 1 };
     Object.defineProperty(hidden, "hidden", { value: 2, enumerable: false });
     expectWalkedAsText(hidden);

@@ -81,7 +81,7 @@ pub fn debug_panic_sync(message: String) -> String {
 }
 
 /// What the two ways of reading a hook's params make of `params` (see [`crate::js_params`]):
-/// the walk's tree (`None` where it leaves them to the text path) and the text path's
+/// the reader's tree (`None` where it leaves them to the text path) and the text path's
 /// (`JSON.stringify`, then serde_json), each as JSON text, or the text path's error.
 #[napi(object, object_from_js = false)]
 pub struct DebugParamsRead {
@@ -90,7 +90,7 @@ pub struct DebugParamsRead {
     pub parse_error: Option<String>,
 }
 
-/// Reads `params` both ways, so a test can hold the walk to the text path's result.
+/// Reads `params` both ways, so a test can hold the reader to the text path's result.
 #[napi(ts_args_type = "params: unknown")]
 pub fn debug_read_params(
     env: &napi::Env,

@@ -68,23 +68,12 @@ pub(crate) unsafe fn read_utf8(env: sys::napi_env, value: sys::napi_value) -> na
         .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned()))
 }
 
-/// The UTF-8 bytes [`read_utf8_short_first`] tries on the stack.
+/// The UTF-8 bytes [`with_utf8_short_first`] tries on the stack.
 const SHORT_BYTES: usize = 128;
 
-/// [`read_utf8`] for a string that is most likely short (a key, a name): one napi call into a
-/// stack buffer, and only when that filled up, the measured path.
-///
-/// # Safety
-/// `value` is a live handle of `env`.
-pub(crate) unsafe fn read_utf8_short_first(
-    env: sys::napi_env,
-    value: sys::napi_value,
-) -> napi::Result<String> {
-    unsafe { with_utf8_short_first(env, value, str::to_owned) }
-}
-
-/// `read`'s answer for a JS string's UTF-8 text, copied onto the stack when it is short (see
-/// [`read_utf8_short_first`]): a reader that keeps nothing of the text allocates nothing.
+/// `read`'s answer for a JS string's UTF-8 text, for a string that is most likely short (a
+/// name): one napi call into a stack buffer, and only when that filled up, [`read_utf8`]. A
+/// reader that keeps nothing of the text allocates nothing.
 ///
 /// # Safety
 /// `value` is a live handle of `env`.

@@ -4,15 +4,16 @@
 //! the `definePlugin` definition from that list), `call(hook, params)` runs one of them, and
 //! `execute(params, log)` runs the execute hook with the call's bound `ctx.execution.log`.
 //!
-//! Small plain params are read from the JS value itself ([`crate::js_params`]); any others
-//! cross as JSON text (see [`crate::outcome`]): `JSON.stringify` runs here, on the JS
-//! thread, so that params too deep for it (its stack runs out) become the catalogued
-//! [`PARAMS_TOO_DEEP`] failure instead of V8's `RangeError`. The provider keeps a reference to
-//! that function from its construction: looking `JSON.stringify` up on the global object on
-//! every call (the global, two property reads by name) cost about as much as the call itself
-//! for small params. The parse and the hook run on the tokio runtime, never blocking the JS
-//! thread, except for the synchronous hooks (health and config validation: computation only),
-//! which run to their end on the JS thread.
+//! Small plain params are read from the JS value in one string ([`crate::js_params`]) when the
+//! provider's params carry long strings; any others cross as JSON text (see
+//! [`crate::outcome`]): `JSON.stringify` runs here, on the JS thread, so that params too deep
+//! for it (its stack runs out) become the catalogued [`PARAMS_TOO_DEEP`] failure instead of
+//! V8's `RangeError`. The provider keeps a reference to that function from its construction:
+//! looking `JSON.stringify` up on the global object on every call (the global, two property
+//! reads by name) cost about as much as the call itself for small params. The parse and the
+//! hook run on the tokio runtime, never blocking the JS thread, except for the synchronous
+//! hooks (health and config validation: computation only), which run to their end on the JS
+//! thread.
 
 use std::sync::Arc;
 

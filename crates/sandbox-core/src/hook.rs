@@ -199,10 +199,11 @@ pub trait Provider: Send + Sync {
     fn shutdown(&self) -> HookFuture<'_>;
 
     /// Whether this provider's hook params usually carry a string of kilobytes (a
-    /// kubeconfig in every config). The bridge then reads small params from the JS value
-    /// itself, which copies such a string once; for params of short strings only, napi's
-    /// per-property calls cost more than the params' JSON text (bench/profile/README.md §2,
-    /// round 6). Either way the provider gets the same params.
+    /// kubeconfig in every config). The bridge then reads small params from the JS value in
+    /// one string with each string unescaped, which copies such a string once; for params of
+    /// short strings only, the call into the reader costs as much as the params' JSON text
+    /// (bench/profile/README.md §2, rounds 6 and 8). Either way the provider gets the same
+    /// params.
     fn params_carry_long_strings(&self) -> bool {
         false
     }

@@ -63,7 +63,7 @@ export declare function debugPanicSync(message: string): string
 
 /**
  * What the two ways of reading a hook's params make of `params` (see [`crate::js_params`]):
- * the walk's tree (`None` where it leaves them to the text path) and the text path's
+ * the reader's tree (`None` where it leaves them to the text path) and the text path's
  * (`JSON.stringify`, then serde_json), each as JSON text, or the text path's error.
  */
 export interface DebugParamsRead {
@@ -72,7 +72,7 @@ export interface DebugParamsRead {
   parseError?: string
 }
 
-/** Reads `params` both ways, so a test can hold the walk to the text path's result. */
+/** Reads `params` both ways, so a test can hold the reader to the text path's result. */
 export declare function debugReadParams(params: unknown): DebugParamsRead
 
 /**

@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod exit_hints;
+mod tail;
 pub mod transport;
 pub mod tty;
 pub mod upload_interceptor;

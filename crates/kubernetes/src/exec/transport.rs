@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::command::sh_quote;
+use super::tail::OutputTail;
 use crate::cluster::ApiError;
 use crate::cluster::{Redactor, api_error_from_kube};
 
@@ -266,10 +267,10 @@ async fn collect_stream<R: AsyncRead + Unpin>(
         .map(|(bytes, _)| bytes)
 }
 
-/// [`collect_stream`], keeping only the last `keep_tail` bytes (if given) in memory: the head
-/// is dropped as reading goes (the tap has already had it), so a 1 GiB output costs at most
-/// twice the tail. Returns the bytes and whether a head was dropped; a kept tail starts at a
-/// character boundary.
+/// [`collect_stream`], keeping only the last `keep_tail` bytes (if given) in memory, in one
+/// [`OutputTail`]: the head is dropped as reading goes (the tap has already had it), so a 1 GiB
+/// output costs the tail and one read chunk. Returns the bytes and whether a head was dropped; a
+/// kept tail starts at a character boundary.
 async fn collect_tail<R: AsyncRead + Unpin>(
     reader: Option<R>,
     stream: OutputStream,
@@ -281,15 +282,20 @@ async fn collect_tail<R: AsyncRead + Unpin>(
     let Some(mut reader) = reader else {
         return Ok((Vec::new(), false));
     };
-    let mut dropped: u64 = 0;
+    let mut taken: u64 = 0;
+    // The whole stream without a tail; with one, each read, before it goes into the tail.
     let mut bytes: Vec<u8> = Vec::new();
+    let mut tail = keep_tail.map(OutputTail::new);
     let mut chunker = tap.map(|_| Utf8Decoder::keeping_bom());
     loop {
+        if tail.is_some() {
+            bytes.clear();
+        }
         let start = bytes.len();
         if bytes.capacity() - start < READ_CHUNK_BYTES {
             bytes.reserve(READ_CHUNK_BYTES);
         }
-        // At most one chunk per read, straight into the accumulator.
+        // At most one chunk per read, straight into the buffer.
         let n = (&mut reader)
             .take(READ_CHUNK_BYTES as u64)
             .read_buf(&mut bytes)
@@ -297,8 +303,9 @@ async fn collect_tail<R: AsyncRead + Unpin>(
             .map_err(|e| ExecError::Transport(e.to_string()))?;
         #[cfg(feature = "testing")]
         probe::took(n);
+        taken += n as u64;
         if let Some(cap) = cap
-            && dropped + bytes.len() as u64 > cap
+            && taken > cap
         {
             return Err(cap_error(cap));
         }
@@ -312,27 +319,17 @@ async fn collect_tail<R: AsyncRead + Unpin>(
                 tap_send(tap, (stream, chunk)).await;
             }
         }
-        // Drop the head once the buffer holds two tails (amortised: one move per tail read).
-        if let Some(keep) = keep_tail
-            && (n == 0 || bytes.len() >= keep.saturating_mul(2).max(READ_CHUNK_BYTES))
-            && bytes.len() > keep
-        {
-            let mut cut = bytes.len() - keep;
-            if n == 0 {
-                // The tail starts at a character: skip the continuation bytes of a split one.
-                while cut < bytes.len()
-                    && cut - (bytes.len() - keep) < 3
-                    && bytes[cut] & 0xC0 == 0x80
-                {
-                    cut += 1;
-                }
-            }
-            bytes.drain(..cut);
-            dropped += cut as u64;
+        if let Some(tail) = tail.as_mut() {
+            tail.push(&bytes[start..]);
         }
         if n == 0 {
-            bytes.shrink_to_fit();
-            return Ok((bytes, dropped > 0));
+            return Ok(match tail {
+                Some(tail) => tail.finish(),
+                None => {
+                    bytes.shrink_to_fit();
+                    (bytes, false)
+                }
+            });
         }
     }
 }

@@ -15,7 +15,7 @@
 //! hooks (health and config validation: computation only), which run to their end on the JS
 //! thread.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use napi::bindgen_prelude::{
     Either, Either3, Function, FunctionRef, JsObjectValue, JsValue, Object, PromiseRaw, This,
@@ -44,8 +44,9 @@ pub struct NativeProvider {
     /// This env's `JSON.stringify` and `JSON.parse`, taken once (see the module docs).
     stringify: FunctionRef<sys::napi_value, Utf8Text>,
     parse: FunctionRef<JsText, RawValue>,
-    /// Set when the provider's params carry long strings ([`Provider::params_carry_long_strings`]).
-    plain: Option<PlainParams>,
+    /// Set when the provider's params carry long strings ([`Provider::params_carry_long_strings`]);
+    /// the reader is compiled by the first hook call with params, not at load.
+    plain: Option<OnceLock<PlainParams>>,
 }
 
 #[napi]
@@ -215,10 +216,7 @@ impl NativeProvider {
         let stringify: Function<'_, sys::napi_value, Utf8Text> =
             json.get_named_property_unchecked("stringify")?;
         let parse: Function<'_, JsText, RawValue> = json.get_named_property_unchecked("parse")?;
-        let plain = match provider.params_carry_long_strings() {
-            true => Some(PlainParams::new(env)?),
-            false => None,
-        };
+        let plain = provider.params_carry_long_strings().then(OnceLock::new);
         Ok(Self {
             provider,
             host: JsHost::new(host),
@@ -226,6 +224,16 @@ impl NativeProvider {
             parse: parse.create_ref()?,
             plain,
         })
+    }
+
+    /// The params reader, compiled on first use. `None` for a provider without one, or when
+    /// compiling it failed (never expected: the params then take the text path, as any others).
+    fn plain_params(&self, env: &Env) -> Option<&PlainParams> {
+        let cell = self.plain.as_ref()?;
+        if cell.get().is_none() {
+            let _ = cell.set(PlainParams::new(env).ok()?);
+        }
+        cell.get()
     }
 
     /// The params as the provider gets them (what serde_json parses from
@@ -243,8 +251,7 @@ impl NativeProvider {
             return Ok(Ok(Prepared::Read(Value::Null)));
         }
         if let Some(read) = self
-            .plain
-            .as_ref()
+            .plain_params(env)
             .and_then(|plain| plain.read(env, params.raw()))
         {
             return Ok(Ok(Prepared::Read(read)));

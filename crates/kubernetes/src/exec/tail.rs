@@ -124,32 +124,24 @@ mod tests {
 
     #[test]
     fn a_cut_tail_starts_at_a_character() {
-        // `é` is two bytes, `☃` three, `😀` four: a cut inside each.
-        assert_eq!(
-            pushed(5, &["aéé".as_bytes()]),
-            ("aéé".as_bytes().to_vec(), false)
-        );
-        assert_eq!(
-            pushed(3, &["aéé".as_bytes()]),
-            ("é".as_bytes().to_vec(), true)
-        );
-        assert_eq!(
-            pushed(4, &["x☃☃".as_bytes()]),
-            ("☃".as_bytes().to_vec(), true)
-        );
-        assert_eq!(
-            pushed(5, &["x😀😀".as_bytes()]),
-            ("😀".as_bytes().to_vec(), true)
-        );
-        assert_eq!(
-            pushed(7, &["x😀".as_bytes(), "😀".as_bytes()]),
-            ("😀".as_bytes().to_vec(), true)
-        );
-        // A tail cut exactly at a character keeps it whole.
-        assert_eq!(
-            pushed(4, &["é", "é", "é"].map(str::as_bytes)),
-            ("éé".as_bytes().to_vec(), true)
-        );
+        // `é` is two bytes, `☃` three, `😀` four: a cut inside each, and cuts between them.
+        let cases: [(usize, &[&str], &str, bool); 6] = [
+            (5, &["aéé"], "aéé", false),
+            (3, &["aéé"], "é", true),
+            (4, &["x☃☃"], "☃", true),
+            (5, &["x😀😀"], "😀", true),
+            (7, &["x😀", "😀"], "😀", true),
+            // A tail cut exactly at a character keeps it whole.
+            (4, &["é", "é", "é"], "éé", true),
+        ];
+        for (keep, pieces, kept, dropped) in cases {
+            let pieces: Vec<&[u8]> = pieces.iter().map(|piece| piece.as_bytes()).collect();
+            assert_eq!(
+                pushed(keep, &pieces),
+                (kept.as_bytes().to_vec(), dropped),
+                "keep {keep} of {pieces:?}"
+            );
+        }
     }
 
     #[test]

@@ -148,7 +148,10 @@ pub fn config_stage_of_destroy(params: &Value) -> ProviderResult<ConfigStage> {
 }
 
 /// onEnvironmentExecute: a lease without a truthy `providerLeaseId` gets a failed result before
-/// parsing. A missing `lease` makes the original's property read throw a TypeError.
+/// parsing, `{exitCode: 1, signal: null, timedOut: false, stdout: "", stderr}`. `signal: null` is
+/// G-exec2's (every execute result carries it, this one too; the recorded 1bbb5810 vector has
+/// none, see `tests/golden_config.rs`); the key sits where every other execute result has it.
+/// A missing `lease` makes the original's property read throw a TypeError.
 pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
     let lease_id = match params.get("lease") {
         None => {
@@ -168,6 +171,7 @@ pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
     if !value::truthy(lease_id) {
         return Ok(ConfigStage::Return(json!({
             "exitCode": 1,
+            "signal": null,
             "timedOut": false,
             "stdout": "",
             "stderr": NO_PROVIDER_LEASE_ID,
@@ -205,6 +209,21 @@ mod tests {
         let err =
             config_stage_of_resume(&json!({"config": {}, "providerLeaseId": null})).unwrap_err();
         assert_eq!(err.class, ErrorClass::ZodError);
+    }
+
+    #[test]
+    fn execute_without_a_lease_id_returns_the_g_exec2_result_before_parsing() {
+        for id in [json!(null), json!(""), json!(0), json!(false)] {
+            let params = json!({"config": {"backend": 7}, "lease": {"providerLeaseId": id}});
+            let Ok(ConfigStage::Return(result)) = config_stage_of_execute(&params) else {
+                panic!("expected an early return for providerLeaseId {id}");
+            };
+            // Compared as text: the key order is part of the result.
+            assert_eq!(
+                result.to_string(),
+                r#"{"exitCode":1,"signal":null,"timedOut":false,"stdout":"","stderr":"No provider lease ID available for execution."}"#
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The error of one client call: either a non-2xx API answer, which callers branch on by
 //! status (404 is success for a delete, 409 is retried or tolerated, ...), or any other failure,
-//! already carrying its final message.
+//! already carrying its final message. A failure that happened before the request could reach
+//! the service is told apart ([`Error::Unsent`]): after it, nothing can have been created.
 
 use sandbox_core::{ErrorClass, ProviderError};
 
@@ -11,6 +12,9 @@ pub enum Error {
     /// The original's `CreateosApiError`: the message names the status and a fixed label, never
     /// the path, the body or the URL.
     Api { status: u16, label: &'static str },
+    /// The request never left this process (the pacer's wait was aborted, or no connection
+    /// could be made), with its exact message: the service cannot have acted on it.
+    Unsent(ProviderError),
     /// Every other failure, with its exact message.
     Other(ProviderError),
 }
@@ -31,12 +35,24 @@ impl Error {
     pub fn status(&self) -> Option<u16> {
         match self {
             Error::Api { status, .. } => Some(*status),
-            Error::Other(_) => None,
+            Error::Unsent(_) | Error::Other(_) => None,
         }
     }
 
     pub fn is_status(&self, status: u16) -> bool {
         self.status() == Some(status)
+    }
+
+    /// Whether the service may have acted on the request although it failed: anything but a
+    /// request that never left ([`Error::Unsent`]) or a 4xx refusal (the service answered that
+    /// it did nothing). A 5xx, a reply lost or cut off, an unreadable or invalid body and a
+    /// deadline that fired while the request was out all leave the outcome unknown.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            Error::Api { status, .. } => !(400..500).contains(status),
+            Error::Unsent(_) => false,
+            Error::Other(_) => true,
+        }
     }
 }
 
@@ -46,7 +62,7 @@ impl From<Error> for ProviderError {
             Error::Api { status, label } => {
                 ProviderError::new(messages::request_failed(status, label))
             }
-            Error::Other(error) => error,
+            Error::Unsent(error) | Error::Other(error) => error,
         }
     }
 }
@@ -61,7 +77,7 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Api { status, label } => f.write_str(&messages::request_failed(*status, label)),
-            Error::Other(error) => f.write_str(&error.message),
+            Error::Unsent(error) | Error::Other(error) => f.write_str(&error.message),
         }
     }
 }

@@ -147,15 +147,27 @@ pub fn template_kind_unsupported(kind: &str) -> String {
 pub const ACQUIRE_STOPPED_BY_SHUTDOWN: &str =
     "CreateOS lease acquisition was stopped by worker shutdown; nothing was left behind.";
 
-/// A probe whose final delete failed: the sandbox it made may still exist, so the error names it
-/// (the original rejected with the delete's own error, which does not).
-pub fn probe_cleanup_unconfirmed(id: &str) -> String {
-    format!("CreateOS probe cleanup is unconfirmed for sandbox {id}.")
+/// A probe whose final delete failed rejects with the delete's own error, as the original did;
+/// this warning on the worker log names the sandbox that may still exist, so that an operator
+/// can delete it.
+pub fn probe_sandbox_not_deleted(id: &str) -> String {
+    format!(
+        "CreateOS probe could not delete sandbox {id}; delete it in CreateOS so that it stops billing."
+    )
 }
 
-/// A create whose reply was lost, when finding or deleting the sandbox by its label failed too.
-pub fn creation_cleanup_unconfirmed(acquisition: &str) -> String {
+/// A create whose outcome is unknown, when finding or deleting the sandbox by its name failed
+/// too.
+pub fn creation_cleanup_unconfirmed(name: &str) -> String {
     format!(
-        "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete any sandbox labelled paperclip.ai/acquisition-id={acquisition}."
+        "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete the sandbox named {name} if it exists."
+    )
+}
+
+/// A fork whose outcome is unknown: a fork carries no name, so a sandbox made by it cannot be
+/// told from any other and is not deleted.
+pub fn fork_unconfirmed(template: &str, requested_at: &str) -> String {
+    format!(
+        "CreateOS fork of template {template} could not be confirmed; a sandbox forked from it at {requested_at} may exist and was not deleted."
     )
 }

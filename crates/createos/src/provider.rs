@@ -97,11 +97,12 @@ impl CreateOsProvider {
         config::validate_config_params(params)
     }
 
-    /// `onEnvironmentProbe`: `{ok, summary}`; rejects only when deleting the probe sandbox fails.
+    /// `onEnvironmentProbe`: `{ok, summary}`; rejects only when deleting the probe sandbox fails
+    /// (and then logs a warning naming it).
     /// Shutdown stops it; its sandbox is deleted all the same.
-    pub async fn probe(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+    pub async fn probe(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
         let _running = self.state.begin_acquisition()?;
-        probe::probe(&self.clients, params, self.state.stop_signal()).await
+        probe::probe(&self.clients, params, self.state.stop_signal(), sink).await
     }
 
     /// `onEnvironmentAcquireLease`: `{providerLeaseId, metadata}`, cached for sessions.

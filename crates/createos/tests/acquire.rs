@@ -41,7 +41,7 @@ async fn acquires_with_the_exact_call_sequence_and_metadata() {
         ],
     );
     assert_eq!(
-        text(&without_acquisition_label(&calls[1].body)),
+        text(&without_ownership_name(&calls[1].body)),
         format!(
             r#"{{"shape":"{SHAPE}","rootfs":"devbox:1","auto_pause_after_seconds":600,"ingress_enabled":false}}"#
         )
@@ -126,7 +126,7 @@ async fn selects_an_adapter_image_and_merges_environment_and_task_egress() {
         show(&calls)
     );
     assert_eq!(
-        text(&without_acquisition_label(&calls[0].body)),
+        text(&without_ownership_name(&calls[0].body)),
         format!(
             r#"{{"shape":"{SHAPE}","rootfs":"debian:12","region":"eu-1","egress":["github.com","pypi.org","10.0.0.0/8"],"auto_pause_after_seconds":600,"ingress_enabled":false}}"#
         )
@@ -153,7 +153,7 @@ async fn omits_native_auto_pause_for_disposable_leases_and_destroys_them_on_rele
     let lease = h.acquire(&params).await;
     let calls = h.calls();
     assert_eq!(
-        text(&without_acquisition_label(&calls[1].body)),
+        text(&without_ownership_name(&calls[1].body)),
         format!(r#"{{"shape":"{SHAPE}","rootfs":"devbox:1","ingress_enabled":false}}"#)
     );
     assert_eq!(lease["metadata"]["autoPauseAfterSeconds"], Value::Null);
@@ -244,7 +244,7 @@ async fn forks_a_paused_template_and_patches_auto_pause() {
     );
     // An empty egress list is sent as the explicit allow-all, or the fork would inherit.
     assert_eq!(
-        text(&without_acquisition_label(&calls[1].body)),
+        text(&calls[1].body),
         r#"{"start_paused":false,"egress":["*"],"ingress_enabled":false}"#
     );
     assert_eq!(text(&calls[3].body), r#"{"auto_pause_after_seconds":600}"#);

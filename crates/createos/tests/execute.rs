@@ -17,7 +17,7 @@ fn text(value: &Value) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn streams_commands_with_quoted_cwd_env_and_args_and_atomic_stdin() {
+async fn streams_commands_with_quoted_cwd_env_and_args_and_staged_stdin() {
     let h = Harness::start().await;
     let lease = h.acquire(&h.run_params(json!({}))).await;
     let id = id_of(&lease);
@@ -60,12 +60,22 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_atomic_stdin() {
             "metadata": { "outputTruncated": false },
         }))
     );
+    // Stdin is staged as a file (the exec request has no stdin field), which the script makes
+    // its stdin and removes before the command runs.
     let calls = h.calls();
-    assert_route(
-        &calls,
-        &[("POST", &format!("/sandboxes/{id}/exec?stream=true"))],
-    );
+    assert_eq!(calls.len(), 2, "{}", show(&calls));
+    let staged = calls[0]
+        .path
+        .strip_prefix(&format!(
+            "/sandboxes/{id}/files?path=%2Ftmp%2Fpaperclip-stdin-"
+        ))
+        .unwrap_or_else(|| panic!("{}", show(&calls)));
+    assert!(staged.len() == 36, "{staged}");
+    assert_eq!(calls[0].method, "PUT");
+    assert!(calls[1].is("POST", &format!("/sandboxes/{id}/exec?stream=true")));
+    let path = format!("/tmp/paperclip-stdin-{staged}");
     let expected_script = [
+        &format!("exec < '{path}' && rm -f -- '{path}' || exit"),
         r#"cd -- '/paperclip-workspace/it'"'"'s here' || exit"#,
         &format!(
             r#"exec env GREETING='hello '"'"'world'"'"'' EMPTY='' 'bash' '-c' '{}' 'arg0' 'x'"'"'y z'"#,
@@ -74,10 +84,13 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_atomic_stdin() {
     ]
     .join("\n");
     assert_eq!(
-        text(calls[0].body.as_ref().unwrap()),
-        text(
-            &json!({ "cmd": "/bin/bash", "args": ["-lc", expected_script], "stream": true, "stdin": "line one\nline two\n" })
-        )
+        text(calls[1].body.as_ref().unwrap()),
+        text(&json!({ "cmd": "/bin/bash", "args": ["-lc", expected_script], "stream": true }))
+    );
+    let root = h.emu.sandbox_root(&id).expect("the sandbox's root");
+    assert!(
+        !root.join(path.trim_start_matches('/')).exists(),
+        "the staged stdin is removed"
     );
     // Every chunk went to the host as it arrived.
     assert!(
@@ -87,7 +100,7 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_atomic_stdin() {
     );
     assert_eq!(h.sink.stderr(), "done\n");
 
-    // Without env, cwd or stdin: two spaces after `env`, no stdin key.
+    // Without env, cwd or stdin: two spaces after `env`, and no upload.
     h.clear_log();
     let result = h
         .provider
@@ -98,6 +111,7 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_atomic_stdin() {
         .await
         .unwrap();
     assert_eq!(result["stdout"], json!("hello\n"));
+    assert_eq!(h.calls().len(), 1);
     assert_eq!(
         text(h.calls()[0].body.as_ref().unwrap()),
         r#"{"cmd":"/bin/bash","args":["-lc","exec env  'echo' 'hello'"],"stream":true}"#

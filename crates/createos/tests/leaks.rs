@@ -1,30 +1,32 @@
-//! Nothing is left to nobody (failed acquires leak no cloud resource, CreateOS half): a create or
-//! fork whose reply is lost is found by its acquisition label and deleted; shutdown during an
-//! acquire or a probe undoes it before the worker exits.
+//! Nothing is left to nobody (failed acquires leak no cloud resource, CreateOS half): a create
+//! whose outcome is unknown is found by its ownership name and deleted; a fork whose outcome is
+//! unknown is reported with its template and time; shutdown during an acquire or a probe undoes
+//! it before the worker exits.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::*;
-use createos::client::ACQUISITION_LABEL;
 use createos::messages;
 use serde_json::json;
 
-/// The acquisition token of the create (or fork) call in `calls`.
-fn token_of(calls: &[Call], path_suffix: &str) -> String {
+/// The ownership name of the create call in `calls`.
+fn name_of(calls: &[Call]) -> String {
     let create = calls
         .iter()
-        .find(|c| c.method == "POST" && c.path.ends_with(path_suffix))
-        .unwrap_or_else(|| panic!("no POST …{path_suffix}:\n{}", show(calls)));
-    create.body.as_ref().unwrap()["labels"][ACQUISITION_LABEL]
-        .as_str()
-        .expect("an acquisition label")
-        .to_owned()
+        .find(|c| c.method == "POST" && c.path == "/sandboxes")
+        .unwrap_or_else(|| panic!("no POST /sandboxes:\n{}", show(calls)));
+    let name = &create.body.as_ref().unwrap()["name"];
+    assert!(is_ownership_name(name), "{name}");
+    name.as_str().unwrap().to_owned()
 }
 
-fn label_query(token: &str) -> String {
-    format!("/sandboxes?label=paperclip.ai%2Facquisition-id%3D{token}")
+/// The first page of the lookup of a lost create.
+const FIRST_PAGE: &str = "/sandboxes?limit=500&offset=0";
+
+fn looked_up(calls: &[Call]) -> bool {
+    calls.iter().any(|c| c.is("GET", FIRST_PAGE))
 }
 
 /// Waits (polling the emulator's state, not the clock) until `cond` holds.
@@ -52,18 +54,14 @@ async fn shut_down_when<T>(
     out
 }
 
-/// The sandboxes of the create's acquisition label were looked up.
-fn assert_label_lookup(calls: &[Call]) {
-    let token = token_of(calls, "/sandboxes");
-    assert!(
-        calls.iter().any(|c| c.is("GET", &label_query(&token))),
-        "{}",
-        show(calls)
-    );
+/// The account's sandboxes were listed to find the create's.
+fn assert_name_lookup(calls: &[Call]) {
+    name_of(calls);
+    assert!(looked_up(calls), "{}", show(calls));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_create_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
+async fn a_create_whose_outcome_is_unknown_is_found_by_its_name_and_deleted() {
     let h = Harness::start().await;
     // The sandbox is made, then the connection drops instead of the reply.
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "drop", "after": true}}));
@@ -74,11 +72,11 @@ async fn a_create_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
         .unwrap_err();
     assert_eq!(error.message, messages::CONNECTION_FAILED);
     let calls = h.calls();
-    let token = token_of(&calls, "/sandboxes");
+    name_of(&calls);
     let lookup = calls
         .iter()
-        .position(|c| c.is("GET", &label_query(&token)))
-        .unwrap_or_else(|| panic!("no label lookup:\n{}", show(&calls)));
+        .position(|c| c.is("GET", FIRST_PAGE))
+        .unwrap_or_else(|| panic!("no lookup:\n{}", show(&calls)));
     assert!(
         calls[lookup + 1..]
             .iter()
@@ -88,27 +86,34 @@ async fn a_create_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
     );
     assert_eq!(h.emu.counts().sandboxes, 0);
 
-    // A reply replaced by a 5xx after the sandbox was made: the same.
-    h.clear_log();
-    h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "status", "status": 502, "after": true}}));
-    let error = h
-        .provider
-        .acquire_lease(&h.run_params(json!({})), &*h.sink)
-        .await
-        .unwrap_err();
-    assert_eq!(
-        error.message,
-        "CreateOS request failed (HTTP 502) during sandbox lifecycle."
-    );
-    assert_eq!(h.emu.counts().sandboxes, 0);
-    assert!(
-        h.calls()
-            .iter()
-            .any(|c| c.path.starts_with("/sandboxes?label="))
-    );
+    // Each other unknown outcome: a 5xx after the sandbox was made, and a 200 whose body
+    // cannot be read.
+    for (action, message) in [
+        (
+            json!({"kind": "status", "status": 502, "after": true}),
+            "CreateOS request failed (HTTP 502) during sandbox lifecycle.",
+        ),
+        (
+            json!({"kind": "malformedJson", "after": true}),
+            messages::INVALID_JSON,
+        ),
+    ] {
+        h.clear_log();
+        h.emu.clear_faults();
+        h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": action}));
+        let error = h
+            .provider
+            .acquire_lease(&h.run_params(json!({})), &*h.sink)
+            .await
+            .unwrap_err();
+        assert_eq!(error.message, message);
+        assert_name_lookup(&h.calls());
+        assert_eq!(h.emu.counts().sandboxes, 0, "{action}");
+    }
 
     // A refusal (4xx) proves nothing was made: no lookup.
     h.clear_log();
+    h.emu.clear_faults();
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "status", "status": 429}}));
     let error = h
         .provider
@@ -119,18 +124,34 @@ async fn a_create_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
         error.message,
         "CreateOS request failed (HTTP 429) during sandbox lifecycle."
     );
-    assert!(
-        !h.calls()
-            .iter()
-            .any(|c| c.path.starts_with("/sandboxes?label=")),
-        "{}",
-        show(&h.calls())
-    );
+    assert!(!looked_up(&h.calls()), "{}", show(&h.calls()));
     h.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_lookup_names_the_label_to_look_for() {
+async fn a_server_that_cannot_be_reached_is_not_searched() {
+    // Nothing listens here: the create never left, so nothing can have been made.
+    let h = Harness::start().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let error = h
+        .provider
+        .acquire_lease(
+            &h.params_with(
+                json!({ "apiUrl": url, "rootfs": "devbox:1" }),
+                json!({ "runId": "r" }),
+            ),
+            &*h.sink,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.message, messages::CONNECTION_FAILED);
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_lookup_names_the_sandbox_to_delete() {
     let h = Harness::start().await;
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "drop", "after": true}}));
     h.fault(json!({"method": "GET", "path": "/v1/sandboxes", "action": {"kind": "status", "status": 503}}));
@@ -139,19 +160,16 @@ async fn a_failed_lookup_names_the_label_to_look_for() {
         .acquire_lease(&h.run_params(json!({})), &*h.sink)
         .await
         .unwrap_err();
-    let token = token_of(&h.calls(), "/sandboxes");
-    assert_eq!(
-        error.message,
-        messages::creation_cleanup_unconfirmed(&token)
-    );
+    let name = name_of(&h.calls());
+    assert_eq!(error.message, messages::creation_cleanup_unconfirmed(&name));
     assert_eq!(
         error_catalog::explain(&error.message).map(|e| e.code),
         Some("CREATEOS_CREATION_CLEANUP_UNCONFIRMED")
     );
-    // The label finds exactly the sandbox that was left; an operator (here: the test) deletes it.
+    // The name finds exactly the sandbox that was left; an operator (here: the test) deletes it.
     let views = h.emu.sandbox_views();
     assert_eq!(views.len(), 1);
-    assert_eq!(views[0]["labels"][ACQUISITION_LABEL], json!(token));
+    assert_eq!(views[0]["name"], json!(name));
     let id = views[0]["id"].as_str().unwrap();
     let orphan = json!({ "providerLeaseId": id, "metadata": {
         "provider": "createos", "apiUrl": h.emu.base_url(),
@@ -161,7 +179,7 @@ async fn a_failed_lookup_names_the_label_to_look_for() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fork_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
+async fn a_fork_whose_outcome_is_unknown_names_its_template_and_time_and_deletes_nothing() {
     let h = Harness::start().await;
     let template = h.acquire(&h.params(json!({ "runId": "t" }))).await;
     let template_id = template["providerLeaseId"].as_str().unwrap().to_owned();
@@ -169,6 +187,7 @@ async fn a_fork_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
         .force_status(&template_id, emulator::createos::Status::Paused);
     h.clear_log();
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/fork", "action": {"kind": "drop", "after": true}}));
+    let before = std::time::SystemTime::now();
     let error = h
         .provider
         .acquire_lease(
@@ -177,11 +196,41 @@ async fn a_fork_whose_reply_is_lost_is_found_by_its_label_and_deleted() {
         )
         .await
         .unwrap_err();
-    assert_eq!(error.message, messages::CONNECTION_FAILED);
-    let token = token_of(&h.calls(), "/fork");
-    assert!(h.calls().iter().any(|c| c.is("GET", &label_query(&token))));
-    // Only the template is left.
-    assert_eq!(h.emu.counts().sandboxes, 1);
+    // "… forked from it at 2026-12-05T13:45:00.123Z may exist …": the time of the request.
+    let at = error
+        .message
+        .split_once(" at ")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .map(|(at, _)| at.to_owned())
+        .unwrap_or_else(|| panic!("{}", error.message));
+    assert_eq!(error.message, messages::fork_unconfirmed(&template_id, &at));
+    let ms = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as f64
+    };
+    let (from, to) = (
+        js_compat::date::to_iso_string(ms(before)).unwrap(),
+        js_compat::date::to_iso_string(ms(std::time::SystemTime::now())).unwrap(),
+    );
+    assert!(from <= at && at <= to, "{from} <= {at} <= {to}");
+    assert_eq!(
+        error_catalog::explain(&error.message).map(|e| e.code),
+        Some("CREATEOS_FORK_UNCONFIRMED")
+    );
+    // Nothing is looked up or deleted: the fork is left for the operator the message names it to.
+    let calls = h.calls();
+    assert!(!looked_up(&calls), "{}", show(&calls));
+    assert!(
+        !calls.iter().any(|c| c.method == "DELETE"),
+        "{}",
+        show(&calls)
+    );
+    let views = h.emu.sandbox_views();
+    assert_eq!(views.len(), 2, "{views:?}");
+    let fork = views
+        .iter()
+        .find(|v| v["forked_from"] == json!(template_id))
+        .expect("the fork");
+    h.destroy_named(fork["id"].as_str().unwrap()).await;
     h.destroy(&template).await;
     h.finish().await;
 }
@@ -236,7 +285,7 @@ async fn shutdown_during_an_acquire_deletes_its_sandbox_before_it_returns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_during_a_create_finds_the_sandbox_by_its_label() {
+async fn shutdown_during_a_create_looks_for_the_sandbox_by_its_name() {
     let h = Harness::start().await;
     // The create is answered late: shutdown stops the acquire while the reply is awaited.
     h.fault(
@@ -254,7 +303,7 @@ async fn shutdown_during_a_create_finds_the_sandbox_by_its_label() {
         acquired.unwrap_err().message,
         messages::ACQUIRE_STOPPED_BY_SHUTDOWN
     );
-    assert_label_lookup(&h.calls());
+    assert_name_lookup(&h.calls());
     // The aborted request never reached the handler; had it, the lookup would have deleted it.
     assert_eq!(h.emu.counts().sandboxes, 0);
     h.finish().await;
@@ -297,7 +346,7 @@ async fn shutdown_while_a_create_reply_is_read_deletes_the_sandbox_and_says_why(
         acquired.unwrap_err().message,
         messages::ACQUIRE_STOPPED_BY_SHUTDOWN
     );
-    assert_label_lookup(&h.calls());
+    assert_name_lookup(&h.calls());
     assert_eq!(h.emu.counts().sandboxes, 0);
     h.finish().await;
 }
@@ -310,24 +359,7 @@ fn only_sandbox(h: &Harness) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_probe_whose_delete_fails_names_its_sandbox() {
-    let h = Harness::start().await;
-    h.fault(json!({"method": "DELETE", "path": "/v1/sandboxes/*", "action": {"kind": "status", "status": 500}}));
-    let params = h.params(json!({}));
-    let probed = h.provider.probe(&params, &*h.sink).await;
-    let id = only_sandbox(&h);
-    let message = probed.unwrap_err().message;
-    assert_eq!(message, messages::probe_cleanup_unconfirmed(&id));
-    assert_eq!(
-        error_catalog::explain(&message).map(|e| e.code),
-        Some("CREATEOS_PROBE_CLEANUP_UNCONFIRMED")
-    );
-    h.destroy_named(&id).await;
-    h.finish().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_during_a_probe_whose_delete_fails_names_its_sandbox() {
+async fn shutdown_during_a_probe_whose_delete_fails_logs_its_sandbox() {
     let h = Harness::start().await;
     h.fault(json!({"method": "POST", "path": "/v1/sandboxes/*/exec", "query": "stream=true", "action": {"kind": "delay", "ms": 60_000}}));
     h.fault(json!({"method": "DELETE", "path": "/v1/sandboxes/*", "action": {"kind": "malformedJson", "after": false}}));
@@ -340,9 +372,17 @@ async fn shutdown_during_a_probe_whose_delete_fails_names_its_sandbox() {
     )
     .await;
     let id = only_sandbox(&h);
-    assert_eq!(
-        probed.unwrap_err().message,
-        messages::probe_cleanup_unconfirmed(&id)
+    // The delete's own error, as the original rejected; the log names the sandbox.
+    assert_eq!(probed.unwrap_err().message, messages::INVALID_JSON);
+    let warning = messages::probe_sandbox_not_deleted(&id);
+    assert!(
+        h.sink
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(_, line)| *line == warning),
+        "{warning}"
     );
     h.destroy_named(&id).await;
     h.finish().await;

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use sandbox_core::LogLevel;
 use serde_json::{Value, json};
 
 fn probe_params(h: &Harness, config: Value) -> Value {
@@ -41,7 +42,7 @@ async fn probes_actual_process_execution_and_always_deletes_the_sandbox() {
     );
     // A probe lease is disposable even with reuse on.
     assert_eq!(
-        without_acquisition_label(&calls[1].body),
+        without_ownership_name(&calls[1].body),
         Some(json!({ "shape": SHAPE, "rootfs": "devbox:1", "ingress_enabled": false }))
     );
     assert_eq!(
@@ -114,7 +115,7 @@ async fn reports_failures_as_summaries_and_still_deletes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_final_delete_is_the_probes_result_and_names_the_sandbox() {
+async fn a_failed_final_delete_rejects_with_its_own_error_and_logs_the_sandbox() {
     let h = Harness::start().await;
     h.fault(json!({ "method": "DELETE", "path": "/v1/sandboxes/*", "action": { "kind": "status", "status": 500 } }));
     let result = h
@@ -125,10 +126,25 @@ async fn a_failed_final_delete_is_the_probes_result_and_names_the_sandbox() {
     let calls = h.calls();
     let id = calls[2].path.trim_start_matches("/sandboxes/").to_owned();
     assert_eq!(calls.last().unwrap().path, format!("/sandboxes/{id}"));
-    // The original rejected with the delete's own error, which does not say what was left.
+    // The original's rejection: the delete's own error.
     assert_eq!(
         message(result),
-        createos::messages::probe_cleanup_unconfirmed(&id)
+        "CreateOS request failed (HTTP 500) during sandbox lifecycle."
+    );
+    // The worker log names what was left, for whoever deletes it.
+    let warning = createos::messages::probe_sandbox_not_deleted(&id);
+    assert!(
+        h.sink
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(level, line)| *level == LogLevel::Warn && *line == warning),
+        "{warning}"
+    );
+    assert_eq!(
+        error_catalog::explain(&warning).map(|e| e.code),
+        Some("CREATEOS_PROBE_SANDBOX_NOT_DELETED")
     );
     h.destroy(&json!({ "providerLeaseId": id, "metadata": { "provider": "createos", "apiUrl": h.emu.base_url(), "companyId": COMPANY, "environmentId": ENVIRONMENT } })).await;
     h.finish().await;

@@ -76,7 +76,7 @@ fn lost_create(rng: &mut SoakRng) -> Value {
 }
 
 /// One random fault rule. `after: true` on `POST /v1/sandboxes` is a create whose reply is lost
-/// after the sandbox was made: the provider finds it by its acquisition label and deletes it
+/// after the sandbox was made: the provider finds it by its ownership name and deletes it
 /// so nothing is left behind; those are injected as often as on any other route.
 fn random_fault(rng: &mut SoakRng) -> Value {
     let (method, path, query) = *rng.pick(ROUTES);
@@ -114,26 +114,26 @@ fn unconfirmed_sandbox(message: &str) -> Option<&str> {
         .and_then(|(_, rest)| rest.strip_suffix('.'))
 }
 
-/// The acquisition token of "CreateOS sandbox creation could not be confirmed … labelled
-/// paperclip.ai/acquisition-id=${token}."
-fn unconfirmed_label(message: &str) -> Option<&str> {
+/// The sandbox name of "CreateOS sandbox creation could not be confirmed … delete the sandbox
+/// named ${name} if it exists."
+fn unconfirmed_name(message: &str) -> Option<&str> {
     message
-        .split_once("labelled paperclip.ai/acquisition-id=")
-        .and_then(|(_, rest)| rest.strip_suffix('.'))
+        .split_once("delete the sandbox named ")
+        .and_then(|(_, rest)| rest.strip_suffix(" if it exists."))
 }
 
-/// What an operator does with an acquire error that names a sandbox or a label left behind:
+/// What an operator does with an acquire error that names a sandbox (by id or name) left behind:
 /// finds it and destroys it through the provider. Returns whether there was one.
 async fn destroy_named_orphan(h: &Harness, seed: u64, message: &str) -> bool {
     h.emu.clear_faults();
     h.emu.settings().set_transition_delay(Duration::ZERO);
     let ids: Vec<String> = if let Some(id) = unconfirmed_sandbox(message) {
         vec![id.to_owned()]
-    } else if let Some(token) = unconfirmed_label(message) {
+    } else if let Some(name) = unconfirmed_name(message) {
         h.emu
             .sandbox_views()
             .iter()
-            .filter(|v| v["labels"][createos::client::ACQUISITION_LABEL] == json!(token))
+            .filter(|v| v["name"] == json!(name))
             .filter_map(|v| v["id"].as_str().map(str::to_owned))
             .collect()
     } else {
@@ -236,7 +236,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
                 // The documented outcome when the acquire's own cleanup fails too: the error
                 // names the sandbox (the original's acquire: a failed setup whose delete fails
                 // too reports the sandbox's id) or, for a create whose reply was
-                // lost, its label; the host (here: the soak) must destroy it.
+                // lost, its name; the host (here: the soak) must destroy it.
                 if destroy_named_orphan(&h, seed, &error.message).await {
                     tally.unconfirmed += 1;
                 }
@@ -247,7 +247,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
 
     h.emu.clear_faults();
     println!(
-        "createos soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left their sandbox (ID or label in the error, destroyed); {} lost create replies injected; {} shutdowns mid-acquire, {} mid-probe; failures {:#?}",
+        "createos soak: seed {seed}: {n} lifecycles in {:?}; {} acquired, {} executed; {} failed acquires left their sandbox (ID or name in the error, destroyed); {} lost create replies injected; {} shutdowns mid-acquire, {} mid-probe; failures {:#?}",
         started.elapsed(),
         tally.acquired,
         tally.executed,

@@ -1314,10 +1314,11 @@ pub(crate) const ENTRIES: &[Entry] = &[
         ..CREATEOS
     },
     Entry {
-        code: "CREATEOS_PROBE_CLEANUP_UNCONFIRMED",
-        template: "CreateOS probe cleanup is unconfirmed for sandbox ${id}.",
+        code: "CREATEOS_PROBE_SANDBOX_NOT_DELETED",
+        template: "CreateOS probe could not delete sandbox ${id}; delete it in CreateOS so that it stops billing.",
+        kind: Kind::Warning,
         hooks: &[on(Probe)],
-        meaning: "An environment probe (or a probe stopped by worker shutdown) could not delete the sandbox it created: the delete request failed or its answer was lost, so the sandbox may still exist and bill.",
+        meaning: "Worker log warning: an environment probe (or a probe stopped by worker shutdown) could not delete the sandbox it created, so the sandbox may still exist and bill. The probe itself rejects with the delete's own error, as the original did; this line names the sandbox.",
         causes: &[
             "The CreateOS API became unreachable or returned an error or a garbled reply to the delete.",
             "The API key lost access to delete sandboxes.",
@@ -1328,14 +1329,26 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
     Entry {
         code: "CREATEOS_CREATION_CLEANUP_UNCONFIRMED",
-        template: "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete any sandbox labelled paperclip.ai/acquisition-id=${acquisitionId}.",
-        hooks: &[on(AcquireLease), on(Probe)],
-        meaning: "Creating (or forking) the lease's sandbox failed without a definite answer (the reply was lost, cut, garbled or a 5xx, or the deadline passed), so the sandbox may exist; finding it by its acquisition label, or deleting it, failed as well.",
+        template: "CreateOS sandbox creation could not be confirmed and cleanup is unconfirmed; delete the sandbox named ${name} if it exists.",
+        hooks: &[on(AcquireLease), on(Probe), on(StartInteractiveSetup)],
+        meaning: "Creating the sandbox failed without a definite answer (the reply was lost, cut, unreadable or a 5xx, or the deadline passed), so the sandbox may exist; finding it by the ownership name it was created with (`pc-` and 16 hex digits), or deleting it, failed as well.",
         causes: &[
             "The CreateOS API became unreachable or returned errors while the create was answered and again during the cleanup lookup.",
             "The API key lost access to list or delete sandboxes.",
         ],
-        fix: "List the account's sandboxes in CreateOS and delete the one whose labels contain the `paperclip.ai/acquisition-id` shown in the message (there is at most one); then acquire again.",
+        fix: "List the account's sandboxes in CreateOS and delete the one with the name shown in the message (names are unique among live sandboxes; there is at most one); then acquire again.",
+        origin: Origin::Addition(BEYOND_ORIGINAL),
+        ..CREATEOS
+    },
+    Entry {
+        code: "CREATEOS_FORK_UNCONFIRMED",
+        template: "CreateOS fork of template ${template} could not be confirmed; a sandbox forked from it at ${requestedAt} may exist and was not deleted.",
+        hooks: &[on(AcquireLease), on(Probe), on(StartInteractiveSetup)],
+        meaning: "Forking the configured snapshot template failed without a definite answer (the reply was lost, cut, unreadable or a 5xx, or the deadline passed), so a fork may exist. A fork request cannot carry a name, so the provider cannot tell such a fork from any other sandbox and deletes nothing. The time is the request's, in UTC.",
+        causes: &[
+            "The CreateOS API became unreachable, answered with a server error, or did not answer within `timeoutMs` while forking.",
+        ],
+        fix: "List the account's sandboxes in CreateOS and delete any sandbox forked from the named template (`forked_from`) that was created at about the time shown and is not in use; then acquire again.",
         origin: Origin::Addition(BEYOND_ORIGINAL),
         ..CREATEOS
     },

@@ -222,6 +222,11 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the in-sandbox command script",
     ),
     (
+        "createos/src/exec/script.rs",
+        "exec < ",
+        "the in-sandbox command script's staged-stdin line",
+    ),
+    (
         "createos/src/session/login.rs",
         "login_command=",
         "the login shell script",

@@ -24,7 +24,7 @@ use crate::pacer::Pacer;
 use crate::signal::{AbortReason, Signal};
 
 pub(crate) use envelope::{identifier, identifier_str, object};
-pub use sandboxes::{ACQUISITION_LABEL, Desired, SandboxInfo};
+pub use sandboxes::{Desired, OWNERSHIP_NAME_PREFIX, SandboxInfo, ownership_name};
 
 /// Where the key for the official endpoint comes from when the config has none.
 #[derive(Debug, Clone, Default)]
@@ -182,8 +182,12 @@ impl CreateOsClient {
         body: Body,
         signal: &Signal,
     ) -> Result<reqwest::Response> {
-        // Before the transport error handling: the pacer's abort errors pass through as they are.
-        self.pacer.wait(&self.config.api_url, signal).await?;
+        // Before the transport error handling: the pacer's abort errors pass through as they are
+        // (and nothing was sent).
+        self.pacer
+            .wait(&self.config.api_url, signal)
+            .await
+            .map_err(Error::Unsent)?;
         let url = format!("{}/v1{}", self.config.api_url, path);
         let mut builder = self
             .http
@@ -204,12 +208,18 @@ impl CreateOsClient {
         };
         let response = match sent {
             Ok(response) => response,
-            Err(_) => {
+            Err(error) => {
                 if let Some(reason) = signal.reason() {
                     return Err(reason.to_error().into());
                 }
-                // The cause would name the URL: drop it.
-                return Err(Error::msg(messages::CONNECTION_FAILED));
+                // The cause would name the URL: drop it. A connection that was never made
+                // carried nothing to the service.
+                let failed = ProviderError::new(messages::CONNECTION_FAILED);
+                return Err(if error.is_connect() {
+                    Error::Unsent(failed)
+                } else {
+                    Error::Other(failed)
+                });
             }
         };
         let status = response.status().as_u16();

@@ -1,7 +1,7 @@
 //! Sandbox lifecycle calls: create, fork, get, delete, auto-pause, egress, state transitions,
 //! the rootfs catalog and one-shot exec.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::Method;
 use serde_json::{Map, Value, json};
@@ -17,10 +17,26 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// 409 answers to a fork that are retried before the 41st is reported.
 const MAX_FORK_CONFLICTS: u32 = 40;
 
-/// The label every sandbox this provider creates carries: a fresh random token per acquisition,
-/// so that a sandbox whose create reply never arrived can still be found and deleted (the API
-/// has no idempotency key; see `lease::acquire`).
-pub const ACQUISITION_LABEL: &str = "paperclip.ai/acquisition-id";
+/// How an ownership name starts; 16 random lower-case hex digits follow.
+pub const OWNERSHIP_NAME_PREFIX: &str = "pc-";
+
+/// The `name` a new sandbox is created with: `pc-` and 64 random bits as 16 lower-case hex
+/// digits (19 characters: lower-case letters, digits and `-`, starting with a letter, within the
+/// 22 the vendor's own tooling keeps names to). The API has no idempotency key, but a name is
+/// unique per user among live sandboxes, so this token finds the sandbox of a create whose reply
+/// was lost (see [`CreateOsClient::create_sandbox`]).
+pub fn ownership_name() -> String {
+    let mut bytes = [0u8; 8];
+    // The OS random source failing is not recoverable here; the UUIDs of markers use it too.
+    getrandom::fill(&mut bytes).expect("the OS random source");
+    format!("{OWNERSHIP_NAME_PREFIX}{:016x}", u64::from_be_bytes(bytes))
+}
+
+/// `GET /sandboxes` page size: the server's maximum (it clamps larger values).
+const LIST_PAGE_SIZE: usize = 500;
+/// Pages read before the lookup of a lost create gives up (250,000 sandboxes): a service that
+/// kept answering full pages must not keep a failed acquire alive for ever.
+const MAX_LIST_PAGES: usize = 500;
 
 /// A sandbox as `GET /sandboxes/{id}` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,14 +78,19 @@ impl CreateOsClient {
     }
 
     /// `POST /sandboxes`: optional fields are left out when empty; the idle timer is the
-    /// service's (`auto_pause_after_seconds`), destruction stays with the host.
+    /// service's (`auto_pause_after_seconds`), destruction stays with the host. `name` (an
+    /// [`ownership_name`]) comes last.
+    ///
+    /// When the create fails without proving that nothing was made (see
+    /// [`Error::outcome_unknown`]), the sandbox named `name` is looked up and deleted before the
+    /// error is returned, under fresh per-request deadlines (the caller's may be what failed).
     pub async fn create_sandbox(
         &self,
         signal: &Signal,
         rootfs: Option<&str>,
         egress: &[String],
         auto_pause_after_seconds: Option<u64>,
-        acquisition: Option<&str>,
+        name: &str,
     ) -> Result<String> {
         let mut body = Map::new();
         body.insert("shape".into(), json!(self.config.shape));
@@ -86,9 +107,7 @@ impl CreateOsClient {
             body.insert("auto_pause_after_seconds".into(), json!(seconds));
         }
         body.insert("ingress_enabled".into(), json!(false));
-        if let Some(token) = acquisition {
-            body.insert("labels".into(), json!({ ACQUISITION_LABEL: token }));
-        }
+        body.insert("name".into(), json!(name));
         let created = self
             .json(
                 Method::POST,
@@ -98,60 +117,61 @@ impl CreateOsClient {
             )
             .await
             .and_then(|data| identifier(data.get("id")));
-        match (created, acquisition) {
-            (Err(error), Some(token)) => Err(self.delete_unconfirmed_creation(token, error).await),
-            (created, _) => created,
+        match created {
+            Err(error) if error.outcome_unknown() => {
+                Err(self.delete_unconfirmed_creation(name, error).await)
+            }
+            created => created,
         }
     }
 
-    /// After a create or fork request failed: unless the service answered with a 4xx (it
-    /// refused, so nothing was made), deletes every sandbox labelled with acquisition `token`,
-    /// under fresh per-request deadlines (the caller's may be what failed). Returns the error to
-    /// report: the original one, or, when the lookup or a delete fails, one naming the label.
-    async fn delete_unconfirmed_creation(&self, token: &str, error: Error) -> Error {
-        if error
-            .status()
-            .is_some_and(|status| (400..500).contains(&status))
-        {
-            return error;
-        }
+    /// After a create whose outcome is unknown: deletes every live sandbox named `name`. Returns
+    /// the error to report: the create's own, or, when the lookup or a delete fails, one naming
+    /// the sandbox to delete.
+    async fn delete_unconfirmed_creation(&self, name: &str, error: Error) -> Error {
         let cleaned = async {
-            for id in self.sandboxes_of_acquisition(token, None).await? {
+            for id in self.live_sandboxes_named(name).await? {
                 self.destroy_sandbox(&Value::from(id), None).await?;
             }
             Ok::<(), Error>(())
         };
         match cleaned.await {
             Ok(()) => error,
-            Err(_) => Error::msg(messages::creation_cleanup_unconfirmed(token)),
+            Err(_) => Error::msg(messages::creation_cleanup_unconfirmed(name)),
         }
     }
 
-    /// The sandboxes labelled with acquisition `token` (`GET /sandboxes?label=…`). The answer is
-    /// checked here as well: only a sandbox whose own `labels` carry the token is returned, so a
-    /// service that ignored the filter could never make us delete someone else's sandbox.
-    pub async fn sandboxes_of_acquisition(
-        &self,
-        token: &str,
-        signal: Option<&Signal>,
-    ) -> Result<Vec<String>> {
-        let selector = format!("{ACQUISITION_LABEL}={token}");
-        let path = format!(
-            "/sandboxes?label={}",
-            js_compat::uri::encode_uri_component(&selector)
-        );
-        let data = self.json(Method::GET, &path, None, signal).await?;
-        let Some(Value::Array(sandboxes)) = data.get("sandboxes") else {
-            return Err(Error::msg(messages::INVALID_RESPONSE));
-        };
-        let ours = sandboxes.iter().filter(|sandbox| {
-            sandbox
-                .get("labels")
-                .and_then(|labels| labels.get(ACQUISITION_LABEL))
-                .and_then(Value::as_str)
-                == Some(token)
-        });
-        ours.map(|sandbox| identifier(sandbox.get("id"))).collect()
+    /// The ids of the sandboxes named `name` that are not destroyed, read page by page from
+    /// `GET /sandboxes?limit=500&offset=…` (`{data: [SandboxView], pagination: {total, …}}`),
+    /// each page under its own `timeoutMs` deadline. A page that is not of that shape fails the
+    /// lookup.
+    pub async fn live_sandboxes_named(&self, name: &str) -> Result<Vec<String>> {
+        let mut found = Vec::new();
+        let mut offset = 0;
+        for _ in 0..MAX_LIST_PAGES {
+            let path = format!("/sandboxes?limit={LIST_PAGE_SIZE}&offset={offset}");
+            let page = self.json(Method::GET, &path, None, None).await?;
+            let (Some(Value::Array(views)), Some(total)) = (
+                page.get("data"),
+                page.get("pagination")
+                    .and_then(|p| p.get("total"))
+                    .and_then(Value::as_u64),
+            ) else {
+                return Err(Error::msg(messages::INVALID_RESPONSE));
+            };
+            for view in views {
+                let named = view.get("name").and_then(Value::as_str) == Some(name);
+                let status = view.get("status").and_then(Value::as_str);
+                if named && status != Some("destroyed") {
+                    found.push(identifier(view.get("id"))?);
+                }
+            }
+            offset += views.len();
+            if views.is_empty() || offset as u64 >= total {
+                return Ok(found);
+            }
+        }
+        Err(Error::msg(messages::INVALID_RESPONSE))
     }
 
     /// The requested root filesystem, or the catalog's default (`GET /rootfs`) when none was
@@ -214,14 +234,15 @@ impl CreateOsClient {
     }
 
     /// Forks a paused template sandbox, waits for the fork to run and sets its auto-pause. A
-    /// fork that fails after it exists is deleted; if that fails too, the fork is reported.
+    /// fork that fails after it exists is deleted; if that fails too, the fork is reported. A
+    /// fork request whose outcome is unknown fails with a message naming the template and the
+    /// time of the request.
     pub async fn fork_sandbox(
         &self,
         source_id: &str,
         signal: &Signal,
         egress: &[String],
         auto_pause_after_seconds: Option<u64>,
-        acquisition: Option<&str>,
     ) -> Result<String> {
         let source = self.get_sandbox(source_id, Some(signal)).await?;
         if source.status != "paused" {
@@ -234,13 +255,12 @@ impl CreateOsClient {
         } else {
             egress.iter().map(String::as_str).collect()
         };
-        let mut body = json!({ "start_paused": false, "egress": egress, "ingress_enabled": false });
-        if let Some(token) = acquisition {
-            body["labels"] = json!({ ACQUISITION_LABEL: token });
-        }
+        let body = json!({ "start_paused": false, "egress": egress, "ingress_enabled": false });
         let mut conflicts = 0;
+        let mut requested_at;
         let forked = loop {
             signal.throw_if_aborted()?;
+            requested_at = SystemTime::now();
             match self
                 .json(Method::POST, &path, Some(body.clone()), Some(signal))
                 .await
@@ -254,12 +274,16 @@ impl CreateOsClient {
                 Err(error) => break Err(error),
             }
         };
-        let id = match (forked, acquisition) {
-            (Ok(id), _) => id,
-            (Err(error), Some(token)) => {
-                return Err(self.delete_unconfirmed_creation(token, error).await);
+        // A fork request cannot carry a name: a fork whose outcome is unknown cannot be told
+        // from anyone else's sandbox, so nothing is deleted and the operator is told what to
+        // look for.
+        let id = match forked {
+            Ok(id) => id,
+            Err(error) if error.outcome_unknown() => {
+                let at = js_compat::date::to_iso_string(unix_ms(requested_at)).unwrap_or_default();
+                return Err(Error::msg(messages::fork_unconfirmed(source_id, &at)));
             }
-            (Err(error), None) => return Err(error),
+            Err(error) => return Err(error),
         };
         let setup = async {
             self.transition(&id, Desired::Running, signal).await?;
@@ -336,5 +360,29 @@ impl CreateOsClient {
             )
             .await?;
         object(data.get("result")).cloned()
+    }
+}
+
+/// Milliseconds since the Unix epoch, as JS `Date.now()` counts them.
+fn unix_ms(time: SystemTime) -> f64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |elapsed| elapsed.as_millis() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ownership_names_are_short_lower_case_and_random() {
+        let (a, b) = (ownership_name(), ownership_name());
+        assert_ne!(a, b);
+        for name in [a, b] {
+            assert_eq!(name.len(), 19, "{name}");
+            let hex = name
+                .strip_prefix(OWNERSHIP_NAME_PREFIX)
+                .expect("the prefix");
+            assert!(hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+        }
     }
 }

@@ -96,6 +96,16 @@ fn render(
     Ok(lines.join("\n"))
 }
 
+/// `script` with its stdin read from the staged file at `path`, which is removed before the
+/// script goes on: the first line makes the file the shell's stdin (the command inherits it)
+/// and unlinks it, so nothing of it stays in the sandbox whatever the command does.
+pub fn with_staged_stdin(script: &str, path: &str) -> Result<String> {
+    let path = shell_quote(path)?;
+    Ok(format!(
+        "exec < {path} && rm -f -- {path} || exit\n{script}"
+    ))
+}
+
 /// `^[A-Za-z_][A-Za-z0-9_]*$`.
 fn is_env_name(key: &str) -> bool {
     let mut bytes = key.bytes();
@@ -179,6 +189,15 @@ mod tests {
 
     fn message(result: Result<String>) -> String {
         ProviderError::from(result.unwrap_err()).message
+    }
+
+    #[test]
+    fn staged_stdin_opens_and_removes_the_file_before_anything_else() {
+        assert_eq!(
+            with_staged_stdin("exec env  'cat'", "/tmp/in 'x'").unwrap(),
+            "exec < '/tmp/in '\"'\"'x'\"'\"'' && rm -f -- '/tmp/in '\"'\"'x'\"'\"'' || exit\nexec env  'cat'"
+        );
+        assert!(with_staged_stdin("true", "/tmp/\0").is_err());
     }
 
     #[test]

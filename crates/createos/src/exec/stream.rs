@@ -1,17 +1,23 @@
-//! Streaming exec: `POST /sandboxes/{id}/exec?stream=true` with the wrapper script and any stdin
-//! in the body, then NDJSON frames until the exit code.
+//! Streaming exec: `POST /sandboxes/{id}/exec?stream=true` with the wrapper script in the body,
+//! then NDJSON frames until the exit code.
+//!
+//! Stdin is staged as a file first (`PUT …/files?path=/tmp/paperclip-stdin-<uuid>`), which the
+//! script opens as its stdin and removes before the command starts. The exec request has no
+//! stdin field: the service drops one it is sent (the original sent it there, so its commands
+//! never saw their stdin; see docs/wire-parity.md).
 //!
 //! Cancellation is the signal: it aborts the HTTP stream (no remote kill). A deadline makes the
 //! call *return* `{exitCode: null, timedOut: true, …}` with the output so far; any other abort
 //! fails with `CreateOS command was cancelled.`.
 
 use crate::lease::lease_of;
+use js_compat::uuid::random_uuid;
 use js_compat::{number, value};
 use reqwest::Method;
 use sandbox_core::{HostSink, OutputStream, ProviderError};
 use serde_json::{Value, json};
 
-use super::script::script_for_params;
+use super::script::{script_for_params, with_staged_stdin};
 use super::tail::Output;
 use crate::client::{Body, CreateOsClient, identifier};
 use crate::error::{Error, Result};
@@ -71,28 +77,42 @@ pub async fn execute_stream(
 ) -> std::result::Result<ExecOutcome, ProviderError> {
     let id = identifier(lease_of(params)?.get("providerLeaseId"))?;
     let script = script_for_params(params)?;
-    let stdin = params.get("stdin").filter(|v| !v.is_null()).cloned();
+    let stdin = match params.get("stdin") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.clone()),
+        // `String(value)`, as a JS template or fetch body would have written it.
+        Some(other) => Some(value::to_string(other)),
+    };
     execute_script(client, &id, script, stdin, signal, log).await
 }
 
 /// Runs an already built wrapper script in sandbox `id` (an identifier) as `/bin/bash -lc`.
-/// `stdin` is sent whole in the request body.
+/// `stdin`, when there is one, is staged as a file that the script reads and removes.
 pub async fn execute_script(
     client: &CreateOsClient,
     id: &str,
     script: String,
-    stdin: Option<Value>,
+    stdin: Option<String>,
     signal: &Signal,
     log: Option<&dyn HostSink>,
 ) -> std::result::Result<ExecOutcome, ProviderError> {
-    let mut body = json!({ "cmd": "/bin/bash", "args": ["-lc", script], "stream": true });
-    if let (Some(stdin), Some(map)) = (stdin, body.as_object_mut()) {
-        map.insert("stdin".into(), stdin);
-    }
     let path = format!("/sandboxes/{id}/exec?stream=true");
     let mut output = Output::new(log);
     let outcome = {
-        let frames = read_frames(client, &path, body, signal, &mut output);
+        let frames = async {
+            let script = match stdin {
+                Some(stdin) => {
+                    let staged = format!("/tmp/paperclip-stdin-{}", random_uuid());
+                    client
+                        .upload(id, &staged, reqwest::Body::from(stdin), signal)
+                        .await?;
+                    with_staged_stdin(&script, &staged)?
+                }
+                None => script,
+            };
+            let body = json!({ "cmd": "/bin/bash", "args": ["-lc", script], "stream": true });
+            read_frames(client, &path, body, signal, &mut output).await
+        };
         tokio::select! {
             biased;
             outcome = frames => outcome,

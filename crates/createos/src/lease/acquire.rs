@@ -13,12 +13,14 @@
 //! unconfirmed and names the sandbox.
 //!
 //! Beyond the original, which could leave a sandbox to nobody in two cases:
-//! - **A create (or fork) whose reply is lost**: the API has no idempotency key, so every new
-//!   sandbox carries a random acquisition token as a label (`paperclip.ai/acquisition-id`).
-//!   When the create fails in a way that does not prove nothing was made (no reply, a cut or
-//!   garbled reply, a 5xx, the deadline), the sandboxes with that label are listed
-//!   (`GET /sandboxes?label=…`) and deleted before the original error is returned; if that fails
-//!   too, the error names the label to look for.
+//! - **A create whose outcome is unknown**: the API has no idempotency key, so the create body
+//!   carries a random ownership token as the sandbox's `name` (unique per user among live
+//!   sandboxes). When the create fails in a way that does not prove nothing was made (a reply
+//!   lost, cut or unreadable, a 5xx, the deadline), the account's sandboxes are listed page by
+//!   page (`GET /sandboxes?limit=500&offset=…`) and the one with that name is deleted before the
+//!   error is returned; if that fails too, the error names the sandbox to delete. A fork cannot
+//!   carry a name: after a fork whose outcome is unknown nothing is deleted, and the error names
+//!   the template and the time of the request.
 //! - **Worker shutdown mid-acquire**: the acquire runs under a child of the worker's stop
 //!   signal, so shutdown interrupts it where it is, and the steps above delete what it had made;
 //!   shutdown waits for that (see `state::WorkerState::begin_acquisition`).
@@ -28,7 +30,7 @@ use sandbox_core::{ProviderError, ProviderResult};
 use serde_json::{Map, Value, json};
 
 use super::state::{CWD, MARKER};
-use crate::client::{Clients, CreateOsClient, Desired, object};
+use crate::client::{Clients, CreateOsClient, Desired, object, ownership_name};
 use crate::config::{parse_config_arg, resolve_egress_allowlist, resolve_rootfs};
 use crate::error::{Error, Result};
 use crate::exec::shell_quote;
@@ -69,18 +71,10 @@ pub(crate) async fn acquire(
         && (value::truthy(params.get("issueId"))
             || value::truthy(params.get("executionWorkspaceId"))))
     .then_some(config.auto_pause_after_seconds);
-    let acquisition = random_uuid();
-    // The label that finds the sandbox should its create reply be lost (client/sandboxes.rs).
     let id = match &config.snapshot {
         Some(snapshot) => {
             client
-                .fork_sandbox(
-                    snapshot,
-                    &signal,
-                    &effective_egress,
-                    effective_auto_pause,
-                    Some(&acquisition),
-                )
+                .fork_sandbox(snapshot, &signal, &effective_egress, effective_auto_pause)
                 .await?
         }
         None => {
@@ -90,7 +84,7 @@ pub(crate) async fn acquire(
                     effective_rootfs.as_deref(),
                     &effective_egress,
                     effective_auto_pause,
-                    Some(&acquisition),
+                    &ownership_name(),
                 )
                 .await?
         }

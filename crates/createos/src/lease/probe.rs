@@ -1,10 +1,11 @@
 //! `onEnvironmentProbe`: a real sandbox and a real command, then the sandbox is deleted.
 //!
-//! The outcome is data (`{ok, summary}`), except that a failed final delete rejects the hook:
-//! a probe must never hide a leaked sandbox. The rejection names the sandbox (the original
-//! rejected with the delete's own error), so that whoever reads it can delete the sandbox.
+//! The outcome is data (`{ok, summary}`), except that a failed final delete rejects the hook
+//! with the delete's own error, as the original did: a probe must never hide a leaked sandbox.
+//! The message cannot name the sandbox without differing from the original's, so a warning on
+//! the worker log (which the host shows with the plugin's logs) names it for whoever deletes it.
 
-use sandbox_core::{ProviderError, ProviderResult};
+use sandbox_core::{HostSink, LogLevel, ProviderError, ProviderResult};
 use serde_json::{Value, json};
 
 use super::acquire::acquire;
@@ -24,6 +25,7 @@ pub(crate) async fn probe(
     clients: &Clients,
     params: &Value,
     stop: &Signal,
+    sink: &dyn HostSink,
 ) -> ProviderResult<Value> {
     let mut acquired: Option<Value> = None;
     let outcome = async {
@@ -57,16 +59,10 @@ pub(crate) async fn probe(
     // Never leave the probe's sandbox behind, and never hide that its deletion failed.
     if let Some(id) = acquired.filter(|id| value::truthy(Some(id))) {
         let config = parse_config_arg(params.get("config"))?;
-        if clients
-            .client(&config)?
-            .destroy_sandbox(&id, None)
-            .await
-            .is_err()
-        {
+        if let Err(error) = clients.client(&config)?.destroy_sandbox(&id, None).await {
             let named = value::to_string(&id);
-            return Err(ProviderError::new(messages::probe_cleanup_unconfirmed(
-                &named,
-            )));
+            sink.log(LogLevel::Warn, &messages::probe_sandbox_not_deleted(&named));
+            return Err(error.into());
         }
     }
     Ok(result)

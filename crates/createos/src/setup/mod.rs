@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 pub(crate) use templates::{capture_template, delete_template};
 
-use crate::client::{Clients, Desired};
+use crate::client::{Clients, Desired, ownership_name};
 use crate::config::{CreateOsConfig, parse_config_arg, resolve_rootfs};
 use crate::lease::acquire::prepare_workspace;
 use crate::lease::resume::is_marker;
@@ -113,14 +113,21 @@ pub(crate) async fn start_interactive_setup(
             _ => return Err(ProviderError::new(messages::INVALID_RESOURCE_ID)),
         };
         client
-            .fork_sandbox(source, &signal, &config.egress_allowlist, None, None)
+            .fork_sandbox(source, &signal, &config.egress_allowlist, None)
             .await?
     } else {
         let rootfs = client
             .resolve_rootfs(resolve_rootfs(&config, None).as_deref(), &signal)
             .await?;
+        let name = ownership_name();
         client
-            .create_sandbox(&signal, Some(&rootfs), &config.egress_allowlist, None, None)
+            .create_sandbox(
+                &signal,
+                Some(&rootfs),
+                &config.egress_allowlist,
+                None,
+                &name,
+            )
             .await?
     };
     let prepared = async {

@@ -349,24 +349,26 @@ impl HostSink for Recorder {
     fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
 }
 
-/// A create or fork body with its acquisition label checked and taken out: the label must be
-/// exactly `{"paperclip.ai/acquisition-id": <lower-case v4 UUID>}`, and it comes last.
-pub fn without_acquisition_label(body: &Option<Value>) -> Option<Value> {
+/// A create body with its ownership name checked and taken out: the name must be `pc-` and 16
+/// lower-case hex digits, and it comes last.
+pub fn without_ownership_name(body: &Option<Value>) -> Option<Value> {
     let mut body = body.clone().expect("a JSON body");
     let map = body.as_object_mut().expect("a JSON object body");
     assert_eq!(
         map.keys().next_back().map(String::as_str),
-        Some("labels"),
-        "the labels come last: {map:?}"
+        Some("name"),
+        "the name comes last: {map:?}"
     );
-    let labels = map.remove("labels").expect("labels");
-    let token = labels[createos::client::ACQUISITION_LABEL]
-        .as_str()
-        .unwrap_or_else(|| panic!("no acquisition label in {labels}"));
-    assert_eq!(labels.as_object().map(|m| m.len()), Some(1), "{labels}");
-    assert!(
-        token.len() == 36 && token.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
-        "{token}"
-    );
+    let name = map.remove("name").expect("name");
+    assert!(is_ownership_name(&name), "{name}");
     Some(body)
+}
+
+/// `pc-` and 16 lower-case hex digits.
+pub fn is_ownership_name(name: &Value) -> bool {
+    name.as_str()
+        .and_then(|n| n.strip_prefix(createos::client::OWNERSHIP_NAME_PREFIX))
+        .is_some_and(|hex| {
+            hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
 }

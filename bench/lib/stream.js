@@ -107,7 +107,7 @@ export async function rawStreamOnce(url, apiKey, sandboxId, stream, script) {
   const response = await fetch(`${url}/v1/sandboxes/${sandboxId}/exec?stream=true`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-api-key": apiKey },
-    body: JSON.stringify({ cmd: "bash", args: ["-c", script], cwd: "/paperclip-workspace" }),
+    body: JSON.stringify({ cmd: "bash", args: ["-c", script], stream: true }),
   });
   if (!response.ok) throw new Error(`raw exec: HTTP ${response.status} ${await response.text()}`);
   let bytes = 0;

@@ -1,7 +1,7 @@
 //! `createos-emulator`: runs the CreateOS emulator as a process for Node tests and `npm start`.
 //!
 //! Contract: prints exactly one JSON line to stdout once it is serving —
-//! `{"url":"http://127.0.0.1:PORT","apiKey":"…","controlUrl":"http://127.0.0.1:PORT/_emulator","pid":N}`
+//! `{"url":"http://127.0.0.1:PORT","apiKey":"…","otherApiKeys":[…],"controlUrl":"http://127.0.0.1:PORT/_emulator","pid":N}`
 //! — then serves until its stdin reaches EOF (the parent closed it or died) or it receives
 //! SIGTERM/SIGINT, and exits 0 after killing every sandboxed process and removing its
 //! directories. Start-up failures (e.g. bubblewrap missing) go to stderr with exit code 2.
@@ -11,8 +11,9 @@ use std::time::Duration;
 use emulator::common::lifecycle;
 use emulator::{CreateOsEmulator, EmulatorOptions};
 
-const USAGE: &str = "usage: createos-emulator [--api-key KEY] [--port N] [--transition-ms N] \
-[--heartbeat-ms N] [--journal-bytes N] [--max-body-bytes N] [--work-dir DIR] [--no-stdin]";
+const USAGE: &str = "usage: createos-emulator [--api-key KEY] [--other-api-key KEY]... [--port N] \
+[--transition-ms N] [--heartbeat-ms N] [--journal-bytes N] [--max-body-bytes N] [--tombstones N] \
+[--work-dir DIR] [--no-stdin]";
 
 fn parse_args() -> Result<(EmulatorOptions, bool), String> {
     let mut opts = EmulatorOptions::default();
@@ -30,6 +31,9 @@ fn parse_args() -> Result<(EmulatorOptions, bool), String> {
         let num = || lifecycle::flag_number(&flag, &value);
         match flag.as_str() {
             "--api-key" => opts.api_key = Some(value.clone()),
+            // Each is another user, who cannot see the primary user's sandboxes.
+            "--other-api-key" => opts.other_api_keys.push(value.clone()),
+            "--tombstones" => opts.tombstone_limit = num()? as usize,
             "--port" => opts.port = num()? as u16,
             "--transition-ms" => opts.transition_delay = Duration::from_millis(num()?),
             "--heartbeat-ms" => opts.heartbeat_interval = Duration::from_millis(num()?),
@@ -52,6 +56,7 @@ async fn main() {
     let ready = serde_json::json!({
         "url": url,
         "apiKey": emulator.api_key(),
+        "otherApiKeys": emulator.other_api_keys(),
         "controlUrl": format!("{url}/_emulator"),
         "pid": std::process::id(),
     });

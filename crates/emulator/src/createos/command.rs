@@ -54,15 +54,3 @@ pub fn opt_str<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a
         Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
     }
 }
-
-/// Optional positive integer field (e.g. `timeout_ms`).
-pub fn opt_u64(body: &Map<String, Value>, key: &str) -> Result<Option<u64>, ApiError> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n > 0)
-            .map(Some)
-            .ok_or_else(|| ApiError::bad_request(format!("{key} must be a positive integer"))),
-    }
-}

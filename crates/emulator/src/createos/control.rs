@@ -22,7 +22,7 @@ use crate::common::control::{self, Control};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmulatorCounts {
-    /// Sandboxes not deleted.
+    /// Live sandboxes: destroyed ones (tombstones) are not counted.
     pub sandboxes: usize,
     /// Sandboxed process trees still alive (managed processes, execs, file transfers).
     pub live_processes: usize,
@@ -57,7 +57,7 @@ impl App {
         true
     }
 
-    /// Deletes every sandbox and clears the log and the faults.
+    /// Deletes every sandbox (tombstones included) and clears the log and the faults.
     pub fn reset(&self) {
         let all: Vec<_> = std::mem::take(&mut *self.sandboxes.lock().unwrap())
             .into_values()
@@ -65,6 +65,7 @@ impl App {
         for sb in &all {
             self.destroy(sb);
         }
+        self.tombstones.clear();
         self.log.clear();
         self.faults.clear();
     }
@@ -89,7 +90,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/_emulator/counts", get(counts))
         .route("/_emulator/sandboxes", get(sandboxes))
         .route("/_emulator/sandboxes/{id}/status", post(force_status))
-        .route("/_emulator/settings", get(settings).patch(update_settings));
+        .route("/_emulator/settings", get(settings).patch(update_settings))
+        .route("/_emulator/request-types", get(request_types));
     control::router(app, own)
 }
 
@@ -97,6 +99,12 @@ async fn counts(State(app): State<Arc<App>>) -> Json<EmulatorCounts> {
     Json(app.counts())
 }
 
+/// The field list of every request body type the API checks (see `request_types`).
+async fn request_types() -> Json<Value> {
+    Json(super::request_types::catalog())
+}
+
+/// Live sandboxes of every user (not the tombstones), with white-box details.
 async fn sandboxes(State(app): State<Arc<App>>) -> Json<Value> {
     let all: Vec<_> = app.sandboxes.lock().unwrap().values().cloned().collect();
     let views: Vec<Value> = all

@@ -1,5 +1,6 @@
-//! The service's JSend-style envelope: `{"status":"success","data":{…}}` for success,
-//! `{"status":"fail","data":{…}}` for client errors and `{"status":"error",…}` for server errors.
+//! The service's JSend envelopes, as the vendor's client reads them: `{"status":"success",
+//! "data":…}` for success, `{"status":"fail","data":{…}}` (a field-keyed object) for client
+//! errors and `{"status":"error","message":…,"code":<number>}` for server errors.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -18,13 +19,16 @@ pub fn ok(data: Value) -> Response {
     success(StatusCode::OK, data)
 }
 
-/// An API error as the service reports it. The provider never reads these bodies (it only
-/// branches on the status), but tests and humans do.
+/// An API error as the service reports it. `code` is the machine-readable `data.code` of a
+/// `fail` envelope (the vendor client's `error.code`); a 5xx carries the HTTP status as its
+/// numeric `code` instead, as the vendor's `ErrorEnvelope` says.
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// The body field the error is about, sent as `data.field`.
+    pub field: Option<String>,
 }
 
 impl ApiError {
@@ -33,6 +37,16 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            field: None,
+        }
+    }
+    /// A body field its request type does not define (see `request_types`).
+    pub fn unknown_field(field: &str, type_name: &str) -> Self {
+        ApiError {
+            field: Some(field.to_string()),
+            ..Self::bad_request(format!(
+                "unknown field {field:?}: {type_name} has no such field"
+            ))
         }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -56,12 +70,21 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = if self.status.is_server_error() {
-            json!({ "status": "error", "message": self.message, "code": self.code })
+            error_envelope(self.status.as_u16(), &self.message)
         } else {
-            json!({ "status": "fail", "data": { "code": self.code, "message": self.message } })
+            let mut data = json!({ "code": self.code, "message": self.message });
+            if let Some(field) = self.field {
+                data["field"] = json!(field);
+            }
+            json!({ "status": "fail", "data": data })
         };
         (self.status, axum::Json(body)).into_response()
     }
+}
+
+/// The `error` envelope of a 5xx: `code` is a number (the HTTP status), never a string.
+pub fn error_envelope(status: u16, message: &str) -> Value {
+    json!({ "status": "error", "message": message, "code": status })
 }
 
 impl From<std::io::Error> for ApiError {

@@ -1,43 +1,49 @@
-//! `POST /sandboxes/{id}/exec`: one-shot (envelope with the collected result) or, with
-//! `?stream=true`, NDJSON frames `{"stdout":…}` / `{"stderr":…}` / `{"hb":true}` ending in
-//! `{"exit_code":N}`. stdin arrives whole in the body; closing the stream kills the command.
+//! `POST /sandboxes/{id}/exec` with an `ExecRequest {cmd, args?, stream?}`: one-shot
+//! (`ExecResponse {result: {stdout, stderr, exit_code}, exec_ms}`) or, with `?stream=true` or
+//! `stream: true`, NDJSON frames `{"stdout":…}` / `{"stderr":…}` / `{"hb":true}` ending in
+//! `{"exit_code":N}`. The API has no stdin, env, cwd or timeout for it (the vendor's SDK notes
+//! the control plane drops stdin and env): commands run in the workspace with the sandbox's
+//! `envs`, stdin empty. Closing the stream kills the command.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::command::{Command, opt_str, opt_u64};
-use super::envelope::{ApiError, json_object, ok};
+use super::command::argv;
+use super::envelope::{ApiError, ok};
 use super::ndjson::{self, ChunkSender, EXEC_HEARTBEAT, heartbeat, line};
 use super::pump::{Event, run_piped};
+use super::request_types::{self, EXEC_REQUEST};
 use super::state::App;
+use super::users::User;
 use crate::sandbox_runner::{ExitInfo, IoMode};
 use js_compat::utf8::Utf8Decoder;
 
 pub async fn exec(
     State(app): State<Arc<App>>,
+    Extension(user): Extension<User>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let sb = app.running_sandbox(&id)?;
-    let req = json_object(&body)?;
-    let Command { argv, cwd, env } = Command::parse(&sb, &req)?;
-    let stdin = opt_str(&req, "stdin")?.map(|s| Bytes::copy_from_slice(s.as_bytes()));
-    let timeout = opt_u64(&req, "timeout_ms")?.map(Duration::from_millis);
-    let stream = query.get("stream").map(String::as_str) == Some("true")
-        || req.get("stream") == Some(&Value::Bool(true));
-    let io = IoMode::Pipes {
-        stdin: stdin.is_some(),
+    let sb = app.running_sandbox(user, &id)?;
+    let req = request_types::parse(&body, &EXEC_REQUEST)?;
+    let argv = argv(&req)?;
+    let stream = match req.get("stream") {
+        None | Some(Value::Null) => query.get("stream").map(String::as_str) == Some("true"),
+        Some(Value::Bool(b)) => *b || query.get("stream").map(String::as_str) == Some("true"),
+        Some(_) => return Err(ApiError::bad_request("stream must be a boolean")),
     };
-    let (launched, guard) = app.launch(&sb, argv, cwd, &env, io)?;
-    let events = run_piped(launched, guard, stdin, app.opts.frame_bytes, timeout);
+    let io = IoMode::Pipes { stdin: false };
+    let (launched, guard) = app.launch(&sb, argv, None, &[], io)?;
+    let events = run_piped(launched, guard, None, app.opts.frame_bytes);
     if stream {
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(stream_frames(events, tx, app.settings.heartbeat_interval()));
@@ -47,13 +53,10 @@ pub async fn exec(
     }
 }
 
-/// Exit frame fields: shell-style code, plus the signal name when one ended the command.
+/// The exit frame: the shell-style code (128 + n for a signal), as `ExecStreamFrame` has no
+/// signal field.
 fn exit_fields(info: &ExitInfo) -> Value {
-    let mut frame = json!({ "exit_code": info.shell_code() });
-    if let Some(sig) = &info.signal {
-        frame["signal"] = json!(sig);
-    }
-    frame
+    json!({ "exit_code": info.shell_code() })
 }
 
 async fn stream_frames(mut events: mpsc::Receiver<Event>, tx: ChunkSender, hb_every: Duration) {
@@ -64,17 +67,12 @@ async fn stream_frames(mut events: mpsc::Receiver<Event>, tx: ChunkSender, hb_ev
             ev = events.recv() => match ev {
                 Some(Event::Stdout(b)) => text_frame("stdout", out.decode(&b)),
                 Some(Event::Stderr(b)) => text_frame("stderr", err.decode(&b)),
-                Some(Event::Exit { info, timed_out }) => {
+                Some(Event::Exit { info, .. }) => {
                     for (key, tail) in [("stdout", out.finish()), ("stderr", err.finish())] {
                         if let Some(f) = text_frame(key, tail)
                             && tx.send(Ok(f)).await.is_err() { return; }
                     }
-                    let last = if timed_out {
-                        json!({ "error": "command timed out" })
-                    } else {
-                        exit_fields(&info)
-                    };
-                    let _ = tx.send(Ok(line(&last))).await;
+                    let _ = tx.send(Ok(line(&exit_fields(&info)))).await;
                     return;
                 }
                 None => return,
@@ -95,30 +93,26 @@ fn text_frame(key: &str, text: String) -> Option<Bytes> {
     (!text.is_empty()).then(|| line(&json!({ key: text })))
 }
 
+/// The one-shot `ExecResponse`. Each stream is capped at `limit` bytes (the rest is dropped:
+/// `ExecResult` has no field to say so).
 async fn collect(mut events: mpsc::Receiver<Event>, limit: usize) -> Response {
+    let started = Instant::now();
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let mut truncated = false;
     while let Some(ev) = events.recv().await {
         let (buf, bytes) = match ev {
             Event::Stdout(b) => (&mut stdout, b),
             Event::Stderr(b) => (&mut stderr, b),
-            Event::Exit { info, timed_out } => {
-                let mut result = json!({
-                    "exit_code": info.code,
-                    "signal": info.signal,
+            Event::Exit { info, .. } => {
+                let result = json!({
                     "stdout": String::from_utf8_lossy(&stdout),
                     "stderr": String::from_utf8_lossy(&stderr),
-                    "timed_out": timed_out,
-                    "truncated": truncated,
+                    "exit_code": info.shell_code(),
                 });
-                if timed_out {
-                    result["exit_code"] = Value::Null;
-                }
-                return ok(json!({ "result": result }));
+                let exec_ms = started.elapsed().as_millis() as u64;
+                return ok(json!({ "result": result, "exec_ms": exec_ms }));
             }
         };
         let room = limit.saturating_sub(buf.len());
-        truncated |= bytes.len() > room;
         buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
     ApiError::internal("command ended without an exit status").into_response()

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -18,6 +19,7 @@ use super::envelope::{ApiError, ok};
 use super::ndjson::body_from_channel;
 use super::pump::{Event, run_piped};
 use super::state::App;
+use super::users::User;
 use crate::sandbox_runner::IoMode;
 
 /// Transfers move in larger pieces than text frames.
@@ -49,16 +51,17 @@ fn transfer_argv(script: &str, path: String) -> Vec<String> {
 
 pub async fn upload(
     State(app): State<Arc<App>>,
+    Extension(user): Extension<User>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let sb = app.running_sandbox(&id)?;
+    let sb = app.running_sandbox(user, &id)?;
     let path = sandbox_path(&query)?;
     let size = body.len();
     let argv = transfer_argv(UPLOAD, path.clone());
     let (launched, guard) = app.launch(&sb, argv, Some("/"), &[], IoMode::Pipes { stdin: true })?;
-    let mut events = run_piped(launched, guard, Some(body), FILE_CHUNK, None);
+    let mut events = run_piped(launched, guard, Some(body), FILE_CHUNK);
     let mut stderr = Vec::new();
     while let Some(ev) = events.recv().await {
         match ev {
@@ -78,15 +81,16 @@ pub async fn upload(
 
 pub async fn download(
     State(app): State<Arc<App>>,
+    Extension(user): Extension<User>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let sb = app.running_sandbox(&id)?;
+    let sb = app.running_sandbox(user, &id)?;
     let path = sandbox_path(&query)?;
     let argv = transfer_argv(DOWNLOAD, path.clone());
     let (launched, guard) =
         app.launch(&sb, argv, Some("/"), &[], IoMode::Pipes { stdin: false })?;
-    let mut events = run_piped(launched, guard, None, FILE_CHUNK, None);
+    let mut events = run_piped(launched, guard, None, FILE_CHUNK);
     // Wait for the marker byte (success) or an early exit (failure) before choosing a status.
     let first = loop {
         match events.recv().await {

@@ -3,6 +3,8 @@
 //! `createos-emulator` binary; drive faults and read the request log through the handle or
 //! the `/_emulator/…` control API.
 
+mod body_fields;
+mod catalog;
 mod command;
 mod control;
 mod envelope;
@@ -13,15 +15,20 @@ mod journal;
 mod lifecycle;
 mod ndjson;
 mod options;
+mod page;
 mod process;
 mod process_api;
 mod pump;
 mod request_log;
+mod request_types;
 mod sandbox_api;
 mod server;
 mod state;
 mod stream_faults;
+mod tombstones;
+mod users;
 mod util;
+mod view;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -77,12 +84,15 @@ impl CreateOsEmulator {
         let listener = TcpListener::bind(("127.0.0.1", opts.port)).await?;
         let addr = listener.local_addr()?;
         let started = Instant::now();
+        let primary_key = opts.api_key.clone().unwrap_or_else(|| util::new_id("key"));
         let app = Arc::new(App {
             settings: Settings::new(&opts),
-            api_key: opts.api_key.clone().unwrap_or_else(|| util::new_id("key")),
+            users: users::Users::new(primary_key, &opts.other_api_keys),
             bwrap,
             work_dir,
             sandboxes: Mutex::new(Default::default()),
+            tombstones: tombstones::Tombstones::new(opts.tombstone_limit),
+            next_seq: Default::default(),
             live_trees: state::LiveTrees::default(),
             log: request_log::RequestLog::new(started, opts.request_log_limit),
             faults: faults::Faults::default(),
@@ -114,8 +124,14 @@ impl CreateOsEmulator {
         self.addr
     }
 
+    /// The primary user's `X-Api-Key`.
     pub fn api_key(&self) -> &str {
-        &self.app.api_key
+        self.app.users.primary_key()
+    }
+
+    /// The keys of the further users (`EmulatorOptions::other_api_keys`).
+    pub fn other_api_keys(&self) -> &[String] {
+        &self.app.opts.other_api_keys
     }
 
     /// Every logged API request so far (oldest first).
@@ -148,7 +164,8 @@ impl CreateOsEmulator {
         &self.app.settings
     }
 
-    /// The API view (`GET /v1/sandboxes/{id}`) of every sandbox, labels included.
+    /// The API view (`GET /v1/sandboxes/{id}`) of every live sandbox of every user (destroyed
+    /// ones are not sandboxes any more: see `tombstones`).
     pub fn sandbox_views(&self) -> Vec<serde_json::Value> {
         let all: Vec<_> = self
             .app
@@ -179,7 +196,7 @@ impl CreateOsEmulator {
         &self.app.work_dir
     }
 
-    /// Deletes every sandbox and clears the log and faults, keeping the server up.
+    /// Deletes every sandbox (and forgets destroyed ones) and clears the log and faults, keeping the server up.
     pub fn reset(&self) {
         self.app.reset();
     }
@@ -234,7 +251,9 @@ fn api_router(app: Arc<App>) -> Router {
     const SB: &str = "/v1/sandboxes/{id}";
     const PROC: &str = "/v1/sandboxes/{id}/processes/{pid}";
     Router::new()
-        .route("/v1/rootfs", get(sandbox_api::rootfs))
+        .route("/healthz", get(catalog::healthz))
+        .route("/v1/shapes", get(catalog::shapes))
+        .route("/v1/rootfs", get(catalog::rootfs))
         .route(
             "/v1/sandboxes",
             post(sandbox_api::create).get(sandbox_api::list),
@@ -248,7 +267,10 @@ fn api_router(app: Arc<App>) -> Router {
         .route(&format!("{SB}/pause"), post(sandbox_api::pause))
         .route(&format!("{SB}/resume"), post(sandbox_api::resume))
         .route(&format!("{SB}/fork"), post(sandbox_api::fork))
-        .route(&format!("{SB}/egress"), put(sandbox_api::set_egress))
+        .route(
+            &format!("{SB}/egress"),
+            put(sandbox_api::set_egress).get(sandbox_api::get_egress),
+        )
         .route(&format!("{SB}/exec"), post(exec::exec))
         .route(
             &format!("{SB}/files"),

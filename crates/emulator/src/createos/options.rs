@@ -24,8 +24,14 @@ pub const SHAPES: &[&str] = &[
 /// behaves within them in production.
 #[derive(Debug, Clone)]
 pub struct EmulatorOptions {
-    /// Accepted `X-Api-Key`; a random one when `None`.
+    /// Accepted `X-Api-Key` of the primary user; a random one when `None`.
     pub api_key: Option<String>,
+    /// Keys of further users, one user per key: each sees only its own sandboxes (another
+    /// user's sandbox is 404 to it, as on the real server).
+    pub other_api_keys: Vec<String>,
+    /// Destroyed sandboxes kept visible (`GET` answers them with status `destroyed`); the
+    /// oldest is forgotten first.
+    pub tombstone_limit: usize,
     /// How long `creating`, `forking`, `pausing` and `resuming` last.
     pub transition_delay: Duration,
     /// Interval of heartbeat frames on idle streams.
@@ -58,6 +64,8 @@ impl Default for EmulatorOptions {
     fn default() -> Self {
         EmulatorOptions {
             api_key: None,
+            other_api_keys: Vec::new(),
+            tombstone_limit: 1000,
             transition_delay: Duration::from_millis(200),
             heartbeat_interval: Duration::from_secs(5),
             journal_limit_bytes: 8 * 1024 * 1024,

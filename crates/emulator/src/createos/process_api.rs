@@ -1,9 +1,12 @@
-//! HTTP handlers for `/sandboxes/{id}/processes…`.
+//! HTTP handlers for `/sandboxes/{id}/processes…`, the managed-process API. The vendor's
+//! 0.7.1 client does not model it: this follows our spec of the original plugin, with the
+//! bodies checked against the later SDK revision's types (see `request_types`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -14,19 +17,30 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::command::{Command, opt_str};
-use super::envelope::{ApiError, json_object, ok, success};
+use super::envelope::{ApiError, ok, success};
 use super::ndjson::{self, ChunkSender, PROCESS_HEARTBEAT, heartbeat, line};
 use super::process::ManagedProcess;
+use super::request_types::{
+    self, MANAGED_PROCESS_CREATE_REQUEST, MANAGED_PROCESS_INPUT_REQUEST,
+    MANAGED_PROCESS_SIGNAL_REQUEST, PTY_SIZE,
+};
 use super::state::{App, Sandbox};
+use super::users::User;
 use crate::sandbox_runner::signal_from_name;
 
 type Q = Query<HashMap<String, String>>;
+type Caller = Extension<User>;
 
 const MAX_WAIT_MS: u64 = 300_000;
 const MAX_GRACE_MS: u64 = 60_000;
 
-fn find(app: &App, id: &str, pid: &str) -> Result<(Arc<Sandbox>, Arc<ManagedProcess>), ApiError> {
-    let sb = app.sandbox(id)?;
+fn find(
+    app: &App,
+    user: User,
+    id: &str,
+    pid: &str,
+) -> Result<(Arc<Sandbox>, Arc<ManagedProcess>), ApiError> {
+    let sb = app.owned(user, id)?;
     let p = sb
         .processes
         .lock()
@@ -58,18 +72,22 @@ fn pty_size(v: Option<&Value>) -> Result<Option<(u16, u16)>, ApiError> {
     match v {
         None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(None),
         Some(Value::Bool(true)) => Ok(Some((80, 24))),
-        Some(o @ Value::Object(_)) => Ok(Some((dim(o, "cols", 80)?, dim(o, "rows", 24)?))),
+        Some(o @ Value::Object(map)) => {
+            request_types::check_fields(map, &PTY_SIZE)?;
+            Ok(Some((dim(o, "cols", 80)?, dim(o, "rows", 24)?)))
+        }
         Some(_) => Err(ApiError::bad_request("pty must be an object")),
     }
 }
 
 pub async fn create(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let sb = app.running_sandbox(&id)?;
-    let req = json_object(&body)?;
+    let sb = app.running_sandbox(user, &id)?;
+    let req = request_types::parse(&body, &MANAGED_PROCESS_CREATE_REQUEST)?;
     let Command { argv, cwd, env } = Command::parse(&sb, &req)?;
     let pty = pty_size(req.get("pty"))?;
     let running = sb
@@ -92,9 +110,10 @@ pub async fn create(
 
 pub async fn list(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let sb = app.sandbox(&id)?;
+    let sb = app.owned(user, &id)?;
     let views: Vec<Value> = sb
         .processes
         .lock()
@@ -107,19 +126,21 @@ pub async fn list(
 
 pub async fn get(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
+    let (_, p) = find(&app, user, &id, &pid)?;
     Ok(ok(p.view()))
 }
 
 /// Streams journaled output after `after`, then live output, ending with an `exit` frame.
 pub async fn connect(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
     Query(q): Q,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
+    let (_, p) = find(&app, user, &id, &pid)?;
     let after = query_u64(&q, "after", 0)?;
     if p.output_after(after).is_err() {
         return Err(ApiError::new(
@@ -185,11 +206,12 @@ async fn follow(p: Arc<ManagedProcess>, mut cursor: u64, tx: ChunkSender, hb_eve
 
 pub async fn input(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
-    let req = json_object(&body)?;
+    let (_, p) = find(&app, user, &id, &pid)?;
+    let req = request_types::parse(&body, &MANAGED_PROCESS_INPUT_REQUEST)?;
     let data = match req.get("data_base64") {
         Some(Value::String(s)) => BASE64
             .decode(s)
@@ -211,20 +233,22 @@ pub async fn input(
 
 pub async fn close_stdin(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
+    let (_, p) = find(&app, user, &id, &pid)?;
     p.close_stdin().await?;
     Ok(ok(json!({ "process_id": p.id, "stdin": "closed" })))
 }
 
 pub async fn signal(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
-    let req = json_object(&body)?;
+    let (_, p) = find(&app, user, &id, &pid)?;
+    let req = request_types::parse(&body, &MANAGED_PROCESS_SIGNAL_REQUEST)?;
     let sig = opt_str(&req, "signal")?
         .and_then(signal_from_name)
         .ok_or_else(|| ApiError::bad_request("signal must be a signal name such as SIGTERM"))?;
@@ -247,11 +271,12 @@ pub async fn signal(
 
 pub async fn resize(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
-    let req = Value::Object(json_object(&body)?);
+    let (_, p) = find(&app, user, &id, &pid)?;
+    let req = Value::Object(request_types::parse(&body, &PTY_SIZE)?);
     let Some((cols, rows)) = pty_size(Some(&req))? else {
         return Err(ApiError::bad_request("cols and rows are required"));
     };
@@ -265,10 +290,11 @@ pub async fn resize(
 /// dies with the command). 408 when `timeout_ms` passes first.
 pub async fn wait(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
     Query(q): Q,
 ) -> Result<Response, ApiError> {
-    let (_, p) = find(&app, &id, &pid)?;
+    let (_, p) = find(&app, user, &id, &pid)?;
     let limit = query_u64(&q, "timeout_ms", 30_000)?.min(MAX_WAIT_MS);
     match p.wait_exit(Duration::from_millis(limit)).await {
         Some(_) => Ok(ok(p.view())),
@@ -283,10 +309,11 @@ pub async fn wait(
 /// Terminates the tree (SIGTERM, `grace_ms`, SIGKILL) and forgets the process.
 pub async fn delete(
     State(app): State<Arc<App>>,
+    Extension(user): Caller,
     Path((id, pid)): Path<(String, String)>,
     Query(q): Q,
 ) -> Result<Response, ApiError> {
-    let (sb, p) = find(&app, &id, &pid)?;
+    let (sb, p) = find(&app, user, &id, &pid)?;
     let grace = query_u64(&q, "grace_ms", 1_000)?.min(MAX_GRACE_MS);
     let exited = p.terminate(Duration::from_millis(grace)).await;
     if exited {

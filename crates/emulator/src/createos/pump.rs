@@ -1,8 +1,6 @@
 //! Drives a piped command to completion and turns it into an ordered event channel:
 //! output chunks as they arrive, then exactly one exit event after all output.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -14,17 +12,17 @@ use crate::sandbox_runner::{ExitInfo, Launched, LaunchedIo};
 pub enum Event {
     Stdout(Bytes),
     Stderr(Bytes),
-    Exit { info: ExitInfo, timed_out: bool },
+    Exit { info: ExitInfo },
 }
 
 /// Feeds `stdin` (then closes it), reads both output pipes in `chunk`-sized pieces, and kills
-/// the tree when the receiver is dropped (client gone) or `timeout` expires.
+/// the tree when the receiver is dropped (client gone). No deadline: the API has none for
+/// exec, and file transfers end with their data.
 pub fn run_piped(
     launched: Launched,
     guard: TreeGuard,
     stdin: Option<Bytes>,
     chunk: usize,
-    timeout: Option<Duration>,
 ) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel(32);
     let Launched {
@@ -54,9 +52,7 @@ pub fn run_piped(
             )
         };
         tokio::pin!(readers);
-        let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(365 * 86_400)));
-        tokio::pin!(deadline);
-        let (mut readers_done, mut killed, mut timed_out) = (false, false, false);
+        let (mut readers_done, mut killed) = (false, false);
         let wait = child.wait();
         tokio::pin!(wait);
         let status = loop {
@@ -64,7 +60,6 @@ pub fn run_piped(
                 _ = &mut readers, if !readers_done => readers_done = true,
                 status = &mut wait => break status,
                 _ = tx.closed(), if !killed => { killed = true; tree.kill(); }
-                _ = &mut deadline, if !killed => { killed = true; timed_out = true; tree.kill(); }
             }
         };
         // bwrap is gone, so the namespace is too: the pipes reach EOF promptly.
@@ -80,7 +75,7 @@ pub fn run_piped(
                 signal: Some("SIGKILL".into()),
             },
         };
-        let _ = tx.send(Event::Exit { info, timed_out }).await;
+        let _ = tx.send(Event::Exit { info }).await;
     });
     rx
 }

@@ -1,5 +1,7 @@
 //! The HTTP front: our own accept loop (so a fault can drop a connection with no response at
-//! all), then for every API request: body cap, request log, faults, auth, routing.
+//! all), then for every API request: body cap, request log, faults, auth, routing. Auth finds
+//! the caller's user from `X-Api-Key` and hands it to the handlers as a request extension; the
+//! catalogue routes are served without a key, as the real server does.
 
 use std::sync::Arc;
 
@@ -13,7 +15,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-use super::envelope::ApiError;
+use super::catalog;
+use super::envelope::{ApiError, error_envelope};
 use super::faults::FaultAction;
 use super::ndjson::body_from_channel;
 use super::state::App;
@@ -43,11 +46,16 @@ async fn handle(app: Arc<App>, api: Router, control: Router, req: Request<Incomi
     }
     let method = req.method().as_str().to_string();
     let query = req.uri().query().map(str::to_string);
-    let authorized = req
+    let user = req
         .headers()
         .get("x-api-key")
-        .is_some_and(|k| k.as_bytes() == app.api_key.as_bytes());
-    let (parts, body) = req.into_parts();
+        .and_then(|k| app.users.find(k.as_bytes()));
+    let authorized = user.is_some();
+    let public = catalog::is_public(&method, &path);
+    let (mut parts, body) = req.into_parts();
+    if let Some(user) = user {
+        parts.extensions.insert(user);
+    }
     let Some(body) = serve::read_body(body, app.opts.max_request_body_bytes).await? else {
         let seq = app
             .log
@@ -71,7 +79,7 @@ async fn handle(app: Arc<App>, api: Router, control: Router, req: Request<Incomi
 
     let reply = match &fault {
         Some(f) if !f.is_stream_fault() && !replaces_after(f) => fault_reply(f),
-        _ if !authorized => Ok(ApiError::new(
+        _ if !authorized && !public => Ok(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "missing or invalid X-Api-Key",
@@ -133,7 +141,7 @@ fn json_reply(status: u16, body: String) -> Response<Body> {
 fn fault_reply(f: &FaultAction) -> Reply {
     let injected = |status: u16| {
         let body = if status >= 500 {
-            json!({ "status": "error", "message": "emulator fault", "code": "emulator_fault" })
+            error_envelope(status, "emulator fault")
         } else {
             json!({ "status": "fail", "data": { "code": "emulator_fault", "message": "emulator fault" } })
         };

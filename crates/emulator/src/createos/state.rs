@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::envelope::ApiError;
 use super::faults::Faults;
@@ -14,7 +14,9 @@ use super::lifecycle::{Lifecycle, Status};
 use super::options::{EmulatorOptions, Settings};
 use super::process::ManagedProcess;
 use super::request_log::RequestLog;
-use super::util::rfc3339;
+use super::tombstones::{Tombstone, Tombstones};
+use super::users::{User, Users};
+use crate::common::util::random_u64;
 use crate::sandbox_runner::{Bwrap, IoMode, LaunchSpec, Launched, ProcessTree, SandboxRoot};
 
 /// The workspace the provider uses; present from creation like on the service's images.
@@ -24,11 +26,15 @@ pub const WORKSPACE: &str = "/paperclip-workspace";
 pub struct App {
     pub opts: EmulatorOptions,
     pub settings: Settings,
-    pub api_key: String,
+    pub users: Users,
     pub bwrap: Bwrap,
     /// Private temp directory; every sandbox root lives inside and it is removed on shutdown.
     pub work_dir: PathBuf,
+    /// Live sandboxes (not destroyed through the API), every user's.
     pub sandboxes: Mutex<BTreeMap<String, Arc<Sandbox>>>,
+    pub tombstones: Tombstones,
+    /// Next creation sequence number (list order).
+    pub next_seq: AtomicU64,
     /// Sandboxed process trees not yet reaped (managed processes, execs, file transfers).
     pub live_trees: LiveTrees,
     pub log: RequestLog,
@@ -37,6 +43,7 @@ pub struct App {
 }
 
 impl App {
+    /// Any user's live sandbox: for the control API and the Rust handle only.
     pub fn sandbox(&self, id: &str) -> Result<Arc<Sandbox>, ApiError> {
         self.sandboxes
             .lock()
@@ -46,9 +53,19 @@ impl App {
             .ok_or_else(|| ApiError::not_found("sandbox"))
     }
 
-    /// The sandbox, which must be `running` for commands and file transfers (409 otherwise).
-    pub fn running_sandbox(&self, id: &str) -> Result<Arc<Sandbox>, ApiError> {
-        let sb = self.sandbox(id)?;
+    /// `user`'s live sandbox: what every API handler works on. Another user's sandbox and a
+    /// destroyed one are both 404 (`GET` and `DELETE` consult the tombstones themselves).
+    pub fn owned(&self, user: User, id: &str) -> Result<Arc<Sandbox>, ApiError> {
+        self.sandbox(id)
+            .ok()
+            .filter(|sb| sb.owner == user)
+            .ok_or_else(|| ApiError::not_found("sandbox"))
+    }
+
+    /// `user`'s sandbox, which must be `running` for commands and file transfers (409
+    /// otherwise).
+    pub fn running_sandbox(&self, user: User, id: &str) -> Result<Arc<Sandbox>, ApiError> {
+        let sb = self.owned(user, id)?;
         let status = sb.status();
         if status != Status::Running {
             return Err(ApiError::conflict(
@@ -75,6 +92,73 @@ impl App {
         if sb.root.remove().is_err() {
             let _ = sb.root.remove();
         }
+    }
+
+    /// Destroys `user`'s live sandbox `id` through the API: it leaves the live set (counts, the
+    /// control API's list) and its last view stays behind as a tombstone. False when `user` has
+    /// no such live sandbox (a concurrent delete took it first). Blocking, like `destroy`.
+    pub fn bury(&self, user: User, id: &str) -> bool {
+        let taken = {
+            let mut all = self.sandboxes.lock().unwrap();
+            match all.get(id) {
+                Some(sb) if sb.owner == user => all.remove(id),
+                _ => None,
+            }
+        };
+        let Some(sb) = taken else {
+            return false;
+        };
+        // Tombstone first: a GET racing the kill already sees `destroyed`, never a 404.
+        self.tombstones.push(Tombstone {
+            id: sb.id.clone(),
+            owner: sb.owner,
+            seq: sb.seq,
+            view: sb.destroyed_view(SystemTime::now()),
+        });
+        self.destroy(&sb);
+        true
+    }
+
+    /// Registers a new sandbox of `user` under `name` (a generated one when `None`), unless
+    /// `user` already has a live sandbox of that name: names are unique per user among live
+    /// sandboxes. Checked and inserted under one lock, so two racing creates cannot both win.
+    pub fn register(
+        &self,
+        user: User,
+        id: String,
+        root: SandboxRoot,
+        mut info: SandboxInfo,
+        name: Option<String>,
+    ) -> Result<Arc<Sandbox>, (SandboxRoot, ApiError)> {
+        let mut all = self.sandboxes.lock().unwrap();
+        let taken = |n: &str| {
+            all.values()
+                .any(|sb| sb.owner == user && sb.info.lock().unwrap().name == n)
+        };
+        info.name = match name {
+            Some(n) if taken(&n) => {
+                let err = ApiError::conflict(
+                    "name_taken",
+                    format!("a live sandbox named {n:?} already exists"),
+                );
+                return Err((root, err));
+            }
+            Some(n) => n,
+            None => loop {
+                let n = format!("sandbox-{:08x}", random_u64() as u32);
+                if !taken(&n) {
+                    break n;
+                }
+            },
+        };
+        let sb = Arc::new(Sandbox::new(id.clone(), user, self.seq(), root, info));
+        all.insert(id, sb.clone());
+        Ok(sb)
+    }
+
+    /// The next creation sequence number.
+    pub fn seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Synchronous teardown used by shutdown and `Drop`: nothing may outlive the emulator.
@@ -188,26 +272,35 @@ impl Drop for TreeGuard {
     }
 }
 
-/// Mutable description of a sandbox, as returned by `GET /sandboxes/{id}`.
+/// Mutable description of a sandbox, as returned by `GET /sandboxes/{id}` (see `view`).
 #[derive(Debug)]
 pub struct SandboxInfo {
     pub lifecycle: Lifecycle,
+    /// User-facing name, unique per user among live sandboxes.
+    pub name: String,
     pub shape: String,
     pub rootfs: String,
     pub region: Option<String>,
+    pub disk_mib: u64,
     pub egress: Vec<String>,
     pub auto_pause_after_seconds: Option<u64>,
     pub ingress_enabled: bool,
-    /// Variables declared at creation; per-command overrides may only use these keys.
-    pub env: Vec<(String, String)>,
+    /// `envs` of the create (or fork): in every command's environment; per-command overrides
+    /// (managed processes) may only use these keys.
+    pub envs: Vec<(String, String)>,
+    pub ssh_pubkeys: Vec<String>,
+    /// -1 = unmetered.
+    pub bandwidth_quota_bytes: i64,
+    pub spawn_ms: u64,
     pub created_at: SystemTime,
     pub forked_from: Option<String>,
-    /// Labels set at creation (`labels` of create or fork), for `GET /sandboxes?label=k=v`.
-    pub labels: BTreeMap<String, String>,
 }
 
 pub struct Sandbox {
     pub id: String,
+    pub owner: User,
+    /// Creation order (lists answer in this order).
+    pub seq: u64,
     pub root: SandboxRoot,
     pub info: Mutex<SandboxInfo>,
     pub processes: Mutex<BTreeMap<String, Arc<ManagedProcess>>>,
@@ -216,9 +309,11 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    pub fn new(id: String, root: SandboxRoot, info: SandboxInfo) -> Self {
+    pub fn new(id: String, owner: User, seq: u64, root: SandboxRoot, info: SandboxInfo) -> Self {
         Sandbox {
             id,
+            owner,
+            seq,
             root,
             info: Mutex::new(info),
             processes: Mutex::new(BTreeMap::new()),
@@ -259,7 +354,7 @@ impl Sandbox {
         if pty {
             env.push(("TERM".into(), "xterm-256color".into()));
         }
-        env.extend(self.info.lock().unwrap().env.iter().cloned());
+        env.extend(self.info.lock().unwrap().envs.iter().cloned());
         env
     }
 
@@ -281,7 +376,7 @@ impl Sandbox {
             let Value::String(v) = v else {
                 return Err(ApiError::bad_request("env must be an object of strings"));
             };
-            if !info.env.iter().any(|(key, _)| key == k) {
+            if !info.envs.iter().any(|(key, _)| key == k) {
                 return Err(ApiError::bad_request(format!(
                     "env key {k} was not declared when the sandbox was created"
                 )));
@@ -289,24 +384,5 @@ impl Sandbox {
             out.push((k.clone(), v.clone()));
         }
         Ok(out)
-    }
-
-    /// The JSON view of the sandbox.
-    pub fn view(&self) -> Value {
-        let mut info = self.info.lock().unwrap();
-        let status = info.lifecycle.current();
-        json!({
-            "id": self.id,
-            "status": status.as_str(),
-            "shape": info.shape,
-            "rootfs": info.rootfs,
-            "region": info.region,
-            "egress": info.egress,
-            "auto_pause_after_seconds": info.auto_pause_after_seconds,
-            "ingress_enabled": info.ingress_enabled,
-            "forked_from": info.forked_from,
-            "labels": info.labels,
-            "created_at": rfc3339(info.created_at),
-        })
     }
 }

@@ -120,7 +120,7 @@ impl Http {
         self.stream("POST", &path, Some(body)).await
     }
 
-    /// Creates a sandbox and waits until it is running; returns its id.
+    /// Creates a sandbox (the create answers once it is running); returns its id.
     pub async fn sandbox(&self) -> String {
         let r = self
             .call(
@@ -129,7 +129,7 @@ impl Http {
                 Some(serde_json::json!({ "shape": "s-1vcpu-1gb" })),
             )
             .await;
-        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         let id = r.data()["id"].as_str().unwrap().to_string();
         self.wait_status(&id, "running").await;
         id

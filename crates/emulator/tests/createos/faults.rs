@@ -282,7 +282,13 @@ async fn control_api_over_http() {
         })),
     )
     .await;
-    assert_eq!(http.code("GET", "/v1/rootfs", None).await, 500);
+    let r = http.call("GET", "/v1/rootfs", None).await;
+    assert_eq!(r.status, 500);
+    // The vendor's ErrorEnvelope: `code` is a number.
+    assert_eq!(
+        r.json(),
+        json!({ "status": "error", "message": "emulator fault", "code": 500 })
+    );
     let faults = control("GET", "/_emulator/faults", None).await;
     assert_eq!(faults["faults"][0]["id"], added["id"]);
     assert_eq!(faults["faults"][0]["fired"], 1);
@@ -319,6 +325,9 @@ async fn control_api_over_http() {
     )
     .await;
     assert_eq!(s, json!({ "transitionDelayMs": 7, "heartbeatMs": 30 }));
+    let types = control("GET", "/_emulator/request-types", None).await;
+    assert_eq!(types["ExecRequest"], json!(["cmd", "args", "stream"]));
+    assert_eq!(types["SetEgressRequest"], json!(["egress"]));
     let listed = control("GET", "/_emulator/sandboxes", None).await;
     assert_eq!(listed["sandboxes"][0]["id"], id.as_str());
 

@@ -1,4 +1,4 @@
-//! Auth, envelope, sandbox CRUD and the status machine.
+//! Auth, envelopes, users, sandbox CRUD, lists, tombstones and the status machine.
 
 use std::time::{Duration, Instant};
 
@@ -12,18 +12,25 @@ async fn rejects_missing_or_wrong_api_key_and_unknown_routes() {
     let (_emu, http) = start(|_| {}).await;
     for key in ["", "wrong"] {
         let r = http
-            .send("GET", "/v1/rootfs", None, Some(key))
+            .send("GET", "/v1/sandboxes", None, Some(key))
             .await
             .unwrap();
         assert_eq!(r.status(), 401);
+        // The catalogue is served without a key, as the real server does.
+        for route in ["/v1/rootfs", "/v1/shapes", "/healthz"] {
+            let r = http.send("GET", route, None, Some(key)).await.unwrap();
+            assert_eq!(r.status(), 200, "{route}");
+        }
     }
     let r = http.call("GET", "/v1/rootfs", None).await;
     assert_eq!(
         r.data(),
-        json!({ "default": "devbox:1", "items": [
-            { "name": "devbox:1" }, { "name": "debian:12" }, { "name": "ubuntu:24.04" }
-        ]})
+        json!({ "rootfs": ["devbox:1", "debian:12", "ubuntu:24.04"], "default": "devbox:1",
+            "entries": [{ "name": "devbox:1" }, { "name": "debian:12" }, { "name": "ubuntu:24.04" }] })
     );
+    let shapes = http.call("GET", "/v1/shapes?limit=2", None).await.data();
+    assert_eq!(shapes["data"][0]["id"], "s-1vcpu-256mb");
+    assert_eq!(shapes["pagination"]["count"], 2);
     let r = http.call("GET", "/v1/nope", None).await;
     assert_eq!(r.status, 404);
     assert_eq!(r.json()["status"], "fail");
@@ -37,8 +44,11 @@ async fn creates_reads_and_deletes_sandboxes() {
         "egress": ["example.com"], "auto_pause_after_seconds": 600, "ingress_enabled": false
     });
     let r = http.call("POST", "/v1/sandboxes", Some(body)).await;
-    assert_eq!(r.status, 201);
-    let id = r.data()["id"].as_str().unwrap().to_string();
+    assert_eq!(r.status, 200);
+    let created = r.data();
+    assert_eq!(created["rootfs"], "debian:12");
+    assert!(created["name"].as_str().is_some_and(|n| !n.is_empty()));
+    let id = created["id"].as_str().unwrap().to_string();
     assert!(id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
     let view = http
         .call("GET", &format!("/v1/sandboxes/{id}"), None)
@@ -59,17 +69,179 @@ async fn creates_reads_and_deletes_sandboxes() {
         .await;
     assert_eq!(r.status, 200);
     assert!(r.data().is_object());
+    assert_eq!(r.data(), json!({ "id": id, "status": "destroyed" }));
     assert!(!root.exists(), "root directory removed");
+    // The row stays visible as destroyed; a second delete is a no-op; nothing else works.
+    let view = http
+        .call("GET", &format!("/v1/sandboxes/{id}"), None)
+        .await
+        .data();
+    assert_eq!(view["status"], "destroyed");
+    assert!(view["destroyed_at"].is_string());
+    let r = http
+        .call("DELETE", &format!("/v1/sandboxes/{id}"), None)
+        .await;
+    assert_eq!(r.data()["status"], "destroyed");
     assert_eq!(
-        http.code("GET", &format!("/v1/sandboxes/{id}"), None).await,
+        http.code("POST", &format!("/v1/sandboxes/{id}/pause"), None)
+            .await,
         404
     );
     assert_eq!(
-        http.code("DELETE", &format!("/v1/sandboxes/{id}"), None)
+        http.code("DELETE", "/v1/sandboxes/sb_0000000000000000", None)
             .await,
         404
     );
     assert_eq!(emu.counts().sandboxes, 0);
+    assert!(emu.sandbox_views().is_empty());
+}
+
+#[tokio::test]
+async fn views_omit_absent_fields_and_names_are_unique_per_user() {
+    let (_emu, http) = start(|o| o.other_api_keys = vec!["other".into()]).await;
+    let body =
+        json!({ "shape": "s-1vcpu-1gb", "name": "pc-0123456789abcdef", "envs": { "A": "1" } });
+    let r = http.call("POST", "/v1/sandboxes", Some(body.clone())).await;
+    let id = r.data()["id"].as_str().unwrap().to_string();
+    let view = http
+        .call("GET", &format!("/v1/sandboxes/{id}"), None)
+        .await
+        .data();
+    assert_eq!(view["name"], "pc-0123456789abcdef");
+    assert_eq!(view["envs"], json!(["A"]));
+    for absent in [
+        "region",
+        "forked_from",
+        "labels",
+        "auto_pause_after_seconds",
+    ] {
+        assert!(view.get(absent).is_none(), "{absent}: {view}");
+    }
+    assert!(view.as_object().unwrap().values().all(|v| !v.is_null()));
+    // The same live name again is 409; another user may use it; a bad name is 400.
+    assert_eq!(
+        http.code("POST", "/v1/sandboxes", Some(body.clone())).await,
+        409
+    );
+    let theirs = http
+        .send(
+            "POST",
+            "/v1/sandboxes",
+            Some(body.to_string().into_bytes()),
+            Some("other"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 200);
+    let bad = json!({ "shape": "s-1vcpu-1gb", "name": "Not A Name" });
+    assert_eq!(http.code("POST", "/v1/sandboxes", Some(bad)).await, 400);
+    // Another user's sandbox is 404 to them and not in their list.
+    let foreign = http
+        .send("GET", &format!("/v1/sandboxes/{id}"), None, Some("other"))
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 404);
+    let listed = http.call("GET", "/v1/sandboxes", None).await.data();
+    assert_eq!(listed["pagination"]["total"], 1);
+    assert_eq!(listed["data"][0]["id"], id.as_str());
+}
+
+#[tokio::test]
+async fn refuses_fields_and_query_parameters_the_api_does_not_define() {
+    let (_emu, http) = start(|_| {}).await;
+    let r = http
+        .call(
+            "POST",
+            "/v1/sandboxes",
+            Some(json!({ "shape": "s-1vcpu-1gb", "labels": { "a": "b" } })),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["status"], "fail");
+    assert_eq!(r.json()["data"]["field"], "labels");
+    let id = http.sandbox().await;
+    for (method, path, body) in [
+        (
+            "POST",
+            format!("/v1/sandboxes/{id}/fork"),
+            json!({ "labels": {} }),
+        ),
+        ("PATCH", format!("/v1/sandboxes/{id}"), json!({ "x": 1 })),
+        (
+            "PUT",
+            format!("/v1/sandboxes/{id}/egress"),
+            json!({ "x": 1 }),
+        ),
+        (
+            "POST",
+            format!("/v1/sandboxes/{id}/exec"),
+            json!({ "cmd": "true", "stdin": "x" }),
+        ),
+        (
+            "POST",
+            format!("/v1/sandboxes/{id}/processes"),
+            json!({ "cmd": "true", "timeout_ms": 5 }),
+        ),
+    ] {
+        assert_eq!(
+            http.code(method, &path, Some(body.clone())).await,
+            400,
+            "{path} {body}"
+        );
+    }
+    assert_eq!(
+        http.code("GET", "/v1/sandboxes?label=a%3Db", None).await,
+        400
+    );
+    assert_eq!(
+        http.code("GET", "/v1/sandboxes?status=nope", None).await,
+        400
+    );
+}
+
+#[tokio::test]
+async fn lists_page_and_filter_and_keep_a_bounded_number_of_destroyed_rows() {
+    let (_emu, http) = start(|o| o.tombstone_limit = 2).await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(http.sandbox().await);
+    }
+    let page = http
+        .call("GET", "/v1/sandboxes?limit=2&offset=2", None)
+        .await
+        .data();
+    assert_eq!(
+        page["pagination"],
+        json!({ "total": 5, "limit": 2, "offset": 2, "count": 2 })
+    );
+    assert_eq!(page["data"][0]["id"], ids[2].as_str());
+    assert_eq!(page["data"][1]["id"], ids[3].as_str());
+    for id in &ids[..3] {
+        http.call("DELETE", &format!("/v1/sandboxes/{id}"), None)
+            .await;
+    }
+    let destroyed = http
+        .call("GET", "/v1/sandboxes?status=destroyed", None)
+        .await
+        .data();
+    // Only the newest two tombstones are kept.
+    let listed: Vec<_> = destroyed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].clone())
+        .collect();
+    assert_eq!(listed, vec![json!(ids[1]), json!(ids[2])]);
+    assert_eq!(
+        http.code("GET", &format!("/v1/sandboxes/{}", ids[0]), None)
+            .await,
+        404
+    );
+    let running = http
+        .call("GET", "/v1/sandboxes?status=running", None)
+        .await
+        .data();
+    assert_eq!(running["pagination"]["total"], 2);
 }
 
 #[tokio::test]
@@ -133,7 +305,8 @@ async fn validates_create_patch_and_egress_bodies() {
 #[tokio::test]
 async fn transitional_states_last_the_configured_time() {
     let delay = Duration::from_millis(60);
-    let (_emu, http) = start(|o| o.transition_delay = delay).await;
+    let (emu, http) = start(|o| o.transition_delay = delay).await;
+    // Create is synchronous: it answers once the sandbox is running.
     let t = Instant::now();
     let r = http
         .call(
@@ -142,10 +315,12 @@ async fn transitional_states_last_the_configured_time() {
             Some(json!({ "shape": "s-1vcpu-1gb" })),
         )
         .await;
-    assert_eq!(r.data()["status"], "creating");
+    assert!(t.elapsed() >= delay);
     let id = r.data()["id"].as_str().unwrap().to_string();
+    assert_eq!(http.status(&id).await, "running");
     let sb = format!("/v1/sandboxes/{id}");
     // Commands need a running sandbox.
+    emu.force_status(&id, Status::Creating);
     assert_eq!(
         http.code(
             "POST",
@@ -155,8 +330,7 @@ async fn transitional_states_last_the_configured_time() {
         .await,
         409
     );
-    http.wait_status(&id, "running").await;
-    assert!(t.elapsed() >= delay);
+    emu.force_status(&id, Status::Running);
 
     let t = Instant::now();
     let r = http.call("POST", &format!("{sb}/pause"), None).await;

@@ -340,13 +340,19 @@ async fn env_overrides_must_be_declared_at_creation() {
         .call(
             "POST",
             "/v1/sandboxes",
-            Some(json!({ "shape": "s-1vcpu-1gb", "env": { "FOO": "declared" } })),
+            Some(json!({ "shape": "s-1vcpu-1gb", "envs": { "FOO": "declared" } })),
         )
         .await;
     let id = r.data()["id"].as_str().unwrap().to_string();
     assert_eq!(http.bash(&id, "echo $FOO").await["stdout"], "declared\n");
-    let r = http.exec(&id, json!({ "cmd": "/bin/bash", "args": ["-c", "echo $FOO"], "env": { "FOO": "override" } })).await;
-    assert_eq!(r.data()["result"]["stdout"], "override\n");
+    let r = http
+        .call(
+            "POST",
+            &format!("/v1/sandboxes/{id}/processes"),
+            Some(json!({ "cmd": "/bin/bash", "args": ["-c", "echo $FOO"], "env": { "FOO": "override" } })),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
 }
 
 #[tokio::test]

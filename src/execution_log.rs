@@ -50,15 +50,22 @@ pub struct LogBatch(Vec<(OutputStream, String)>);
 impl ToNapiValue for LogBatch {
     unsafe fn to_napi_value(env: sys::napi_env, batch: Self) -> napi::Result<sys::napi_value> {
         let mut array = std::ptr::null_mut();
+        // SAFETY: `to_napi_value`'s contract: `env` is the env of the JS thread this runs on (the
+        // threadsafe function's call into JS), inside its handle scope; `array` is a local the
+        // call writes one handle to.
         let status =
             unsafe { sys::napi_create_array_with_length(env, batch.0.len() * 2, &mut array) };
         check(status, "the execution-log batch (array)")?;
         for (index, (stream, text)) in batch.0.into_iter().enumerate() {
+            // SAFETY: the same env, on its JS thread, as this function's contract gives it.
             let stream = unsafe { <&str>::to_napi_value(env, stream.as_str())? };
+            // SAFETY: as above (`text_to_napi` asks for nothing more).
             let text = unsafe { text_to_napi(env, &text)? };
             for (offset, value) in [(0, stream), (1, text)] {
                 let at = (index * 2 + offset) as u32;
                 check(
+                    // SAFETY: `array` and `value` are handles made above in this env's current
+                    // scope, so still alive; `at` is within the length the array was made with.
                     unsafe { sys::napi_set_element(env, array, at, value) },
                     "the execution-log batch (element)",
                 )?;
@@ -69,11 +76,18 @@ impl ToNapiValue for LogBatch {
 }
 
 /// A chunk as a JS string: ASCII as Latin-1 (a plain copy), anything else through UTF-8.
+///
+/// # Safety
+/// `env` is the current env, on its JS thread, inside a handle scope.
 unsafe fn text_to_napi(env: sys::napi_env, text: &str) -> napi::Result<sys::napi_value> {
     if !text.is_ascii() {
+        // SAFETY: `env` is the current env on its JS thread (this function's contract).
         return unsafe { <&str>::to_napi_value(env, text) };
     }
     let mut value = std::ptr::null_mut();
+    // SAFETY: `env` as above; the pointer and length are `text`'s own bytes, borrowed for the
+    // call (V8 copies them), and ASCII bytes are the same characters read as Latin-1; `value`
+    // is a local the call writes one handle to.
     let status = unsafe {
         sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut value)
     };

@@ -40,6 +40,8 @@ pub(crate) unsafe fn create(
 ) -> napi::Result<sys::napi_value> {
     let mut reference = std::ptr::null_mut();
     check(
+        // SAFETY: `env` is the current env on its JS thread and `object` a live handle of it
+        // (this function's contract); `reference` is a local the call writes to.
         unsafe { sys::napi_create_reference(env, object, 1, &mut reference) },
         "the hook caller (its provider's reference)",
     )?;
@@ -48,6 +50,10 @@ pub(crate) unsafe fn create(
         object: reference,
     }));
     let mut function = std::ptr::null_mut();
+    // SAFETY: `env` as above; the name is a static NUL-terminated string given with its length;
+    // `call_hook` has the `napi_callback` signature and reads its data only as the `Caller`
+    // boxed here, which stays alive until `finalize` (below, or at the function's collection);
+    // `function` is a local the call writes to.
     let mut status = unsafe {
         sys::napi_create_function(
             env,
@@ -59,6 +65,9 @@ pub(crate) unsafe fn create(
         )
     };
     if status == sys::Status::napi_ok {
+        // SAFETY: `function` is the live handle just made; `caller` is the box above, whose
+        // ownership passes to `finalize`, which Node runs once, when the function is collected;
+        // no wrap reference is asked for (the last pointer is null).
         status = unsafe {
             // Node-API 1's way to tie data to a JS object's life (napi_add_finalizer is 5).
             sys::napi_wrap(
@@ -74,6 +83,8 @@ pub(crate) unsafe fn create(
     if status != sys::Status::napi_ok {
         // No finalizer owns the caller: let go of it here (a function made without one is
         // never called, as it is never returned).
+        // SAFETY: `caller` is the box made above, owned by no finalizer (the wrap failed or
+        // was not tried), so this is its one release; `env` is the current env.
         unsafe { finalize(env, caller.cast(), std::ptr::null_mut()) };
     }
     check(status, "the hook caller (its function)")?;
@@ -87,6 +98,8 @@ unsafe extern "C" fn finalize(
 ) {
     // SAFETY: `data` is the caller boxed in `create`, finalized exactly once.
     let caller = unsafe { Box::from_raw(data.cast::<Caller>()) };
+    // SAFETY: `env` is the env Node finalizes in; `caller.object` is the reference `create`
+    // made, deleted here and nowhere else (deleting a reference is allowed in a finalizer).
     unsafe { sys::napi_delete_reference(env, caller.object) };
 }
 
@@ -99,6 +112,8 @@ unsafe extern "C" fn call_hook(
     // Arguments not passed are filled in as `undefined`.
     let mut argv = [std::ptr::null_mut(); 2];
     let mut data = std::ptr::null_mut();
+    // SAFETY: `env` and `info` are what Node passed to this callback, on the JS thread;
+    // `argv` has room for `argc` (2) handles, and `data` is a local the call writes to.
     let status = unsafe {
         sys::napi_get_cb_info(
             env,
@@ -114,15 +129,21 @@ unsafe extern "C" fn call_hook(
             // SAFETY: `data` is this function's caller (`create`), alive until the function is
             // finalized; its provider is alive while the caller holds its object.
             let provider = unsafe { &*(*data.cast::<Caller>()).provider };
+            // SAFETY: `argv[0]` is a live handle of this callback's scope (an argument, or the
+            // `undefined` napi fills in for a missing one), and `env` is this callback's env.
             let hook = unsafe { HookName::from_napi_value(env, argv[0]) }?;
+            // SAFETY: as above, for `argv[1]`.
             let params = unsafe { Unknown::from_napi_value(env, argv[1]) }?;
             let scope = Env::from_raw(env);
             let outcome = provider.dispatch(&scope, hook, params)?;
+            // SAFETY: `env` is this callback's env, on its JS thread, inside its handle scope.
             unsafe { ToNapiValue::to_napi_value(env, outcome) }
         }))
         .unwrap_or_else(|panic| Err(panic_to_error(panic)))
     });
     answer.unwrap_or_else(|error| {
+        // SAFETY: `env` is this callback's env, on its JS thread; the thrown error is the
+        // callback's result (its null return value is then ignored by Node).
         unsafe { JsError::from(error).throw_into(env) };
         std::ptr::null_mut()
     })

@@ -76,6 +76,8 @@ impl PlainParams {
             unsafe { sys::napi_call_function(env.raw(), reader, reader, 1, &params, &mut written) };
         let mut kind = 0;
         if status != sys::Status::napi_ok
+            // SAFETY: reached only when the call succeeded, so `written` is the live handle it
+            // returned in this scope; `kind` is a local.
             || unsafe { sys::napi_typeof(env.raw(), written, &mut kind) } != sys::Status::napi_ok
             || kind != sys::ValueType::napi_string
         {
@@ -92,7 +94,8 @@ impl PlainParams {
 /// so only a failure of the call itself, such as a stack overflow on entry, leaves one).
 fn clear_exception(env: &Env) {
     let mut pending = false;
-    // SAFETY: plain status queries on this env.
+    // SAFETY: `env` is the hook call's env, on its JS thread; both calls only query or clear
+    // its exception state, writing to locals (the exception's handle is dropped unread).
     unsafe {
         if sys::napi_is_exception_pending(env.raw(), &mut pending) == sys::Status::napi_ok
             && pending

@@ -27,6 +27,7 @@ pub struct Utf8Text(pub String);
 
 impl FromNapiValue for Utf8Text {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        // SAFETY: `from_napi_value`'s contract: `value` is a live handle of `env`, on its thread.
         unsafe { read_utf8(env, value) }.map(Utf8Text)
     }
 }
@@ -38,17 +39,22 @@ impl FromNapiValue for Utf8Text {
 /// `value` is a live handle of `env`.
 pub(crate) unsafe fn read_utf8(env: sys::napi_env, value: sys::napi_value) -> napi::Result<String> {
     let mut units = 0;
+    // SAFETY: `value` is a live handle of `env` (this function's contract); with a null buffer
+    // napi writes only the length, to the local `units`.
     let status = unsafe {
         sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut units)
     };
     if status != sys::Status::napi_ok || units > ONE_PASS_LIMIT {
         // Not a string (napi-rs reports that as it always has), or a long one.
+        // SAFETY: `value` is a live handle of `env` (this function's contract).
         return unsafe { String::from_napi_value(env, value) };
     }
     // Three UTF-8 bytes at most per UTF-16 unit (a surrogate pair: two units, four bytes; a
     // lone surrogate becomes U+FFFD, three), and one for the NUL napi always writes.
     let mut bytes: Vec<u8> = Vec::with_capacity(units * 3 + 1);
     let mut written = 0;
+    // SAFETY: `value` is a live handle of `env`; the buffer is `bytes`'s allocation, writable
+    // for the `capacity()` bytes passed (napi writes at most that many, NUL included).
     let status = unsafe {
         sys::napi_get_value_string_utf8(
             env,
@@ -59,9 +65,11 @@ pub(crate) unsafe fn read_utf8(env: sys::napi_env, value: sys::napi_value) -> na
         )
     };
     if status != sys::Status::napi_ok {
+        // SAFETY: `value` is a live handle of `env` (this function's contract).
         return unsafe { String::from_napi_value(env, value) };
     }
-    // SAFETY: napi wrote `written` bytes (then a NUL) into the buffer's capacity.
+    // SAFETY: napi wrote `written` bytes (then a NUL) into the buffer's capacity, so the
+    // first `written` bytes are initialised and `written < capacity`.
     unsafe { bytes.set_len(written) };
     // V8 writes valid UTF-8 (lone surrogates replaced), so this only checks it.
     Ok(String::from_utf8(bytes)
@@ -84,6 +92,8 @@ unsafe fn with_utf8_short_first<T>(
 ) -> napi::Result<T> {
     let mut buffer = [0u8; SHORT_BYTES];
     let mut written = 0;
+    // SAFETY: `value` is a live handle of `env` (this function's contract); `buffer` is a local
+    // array of exactly `SHORT_BYTES` writable bytes, the size passed.
     let status = unsafe {
         sys::napi_get_value_string_utf8(
             env,
@@ -102,6 +112,7 @@ unsafe fn with_utf8_short_first<T>(
     {
         return Ok(read(text));
     }
+    // SAFETY: `value` is a live handle of `env` (this function's contract).
     unsafe { read_utf8(env, value) }.map(|text| read(&text))
 }
 
@@ -112,6 +123,7 @@ pub struct HookName(pub Result<Hook, String>);
 
 impl FromNapiValue for HookName {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        // SAFETY: `from_napi_value`'s contract: `value` is a live handle of `env`, on its thread.
         unsafe {
             with_utf8_short_first(env, value, |name| {
                 Hook::from_js_name(name).ok_or_else(|| name.to_owned())
@@ -126,6 +138,7 @@ pub struct JsText(pub String);
 
 impl ToNapiValue for JsText {
     unsafe fn to_napi_value(env: sys::napi_env, text: Self) -> napi::Result<sys::napi_value> {
+        // SAFETY: `to_napi_value`'s contract: `env` is the current env, on its JS thread.
         unsafe { create_string(env, &text.0) }
     }
 }
@@ -144,6 +157,9 @@ pub(crate) unsafe fn create_string(
         sys::napi_create_string_utf8
     };
     let mut value = std::ptr::null_mut();
+    // SAFETY: `env` is the current env (this function's contract); the pointer and length are
+    // `text`'s bytes, borrowed for the call (V8 copies them), and Latin-1 is chosen only for
+    // ASCII, whose bytes are the same characters in both; `value` is a local.
     let status = unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut value) };
     crate::napi_status::check(status, "a hook's outcome text")?;
     Ok(value)

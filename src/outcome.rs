@@ -141,10 +141,12 @@ impl Outcome {
         wrapped.push('}');
         let outcome = parse.borrow_back(env)?.call(JsText(wrapped))?.0;
         let env = env.raw();
-        // SAFETY (every napi call below): handles of this env in the current scope (the hook
-        // call's), on its JS thread; out-pointers are locals.
+        // Every napi call below is given handles of this env made in the current scope (the
+        // hook call's, still open), on its JS thread, and out-pointers that are locals.
         let mut value = std::ptr::null_mut();
         check(
+            // SAFETY: `outcome` is the live object `JSON.parse` just returned; the name is a
+            // static NUL-terminated string; `value` is a local.
             unsafe { sys::napi_get_named_property(env, outcome, c"value".as_ptr(), &mut value) },
             "a hook's outcome (its value)",
         )?;
@@ -154,17 +156,22 @@ impl Outcome {
             };
             let mut object = value;
             for key in parents {
+                // SAFETY: `env` is the current env, on its JS thread (`create_string`'s need).
                 let key = unsafe { create_string(env, key)? };
                 let mut inner = std::ptr::null_mut();
                 check(
+                    // SAFETY: `object` and `key` are live handles of this scope; `inner` a local.
                     unsafe { sys::napi_get_property(env, object, key, &mut inner) },
                     "a hook's outcome (an object on a string's path)",
                 )?;
                 object = inner;
             }
+            // SAFETY: `env` is the current env, on its JS thread (`create_string`'s need).
             let key = unsafe { create_string(env, last)? };
+            // SAFETY: as above.
             let string = unsafe { create_string(env, &beside.text)? };
             check(
+                // SAFETY: `object`, `key` and `string` are live handles of this scope.
                 unsafe { sys::napi_set_property(env, object, key, string) },
                 "a hook's outcome (a string set in its place)",
             )?;
@@ -231,10 +238,13 @@ impl ToNapiValue for ExecuteOutcome {
             } if holds_large_string(&value) => {
                 let mut wrapper = serde_json::Map::new();
                 wrapper.insert("value".to_owned(), value);
+                // SAFETY: `to_napi_value`'s contract: `env` is the current env, on its JS
+                // thread, inside a handle scope (`value_to_napi`'s need).
                 return unsafe { value_to_napi(env, Value::Object(wrapper)) };
             }
             outcome => outcome.into_json(),
         };
+        // SAFETY: as above.
         unsafe { String::to_napi_value(env, text) }
     }
 }
@@ -251,21 +261,30 @@ fn holds_large_string(value: &Value) -> bool {
 /// `value` as a JS value, as napi-rs's serde-json conversion builds it, except that a large
 /// ASCII string is handed to V8 as an external string ([`external_latin1`]). Only the objects
 /// and arrays on the way to a large string are walked here; the rest is napi-rs's.
+///
+/// # Safety
+/// `env` is the current env, on its JS thread, inside a handle scope.
 unsafe fn value_to_napi(env: sys::napi_env, value: Value) -> napi::Result<sys::napi_value> {
     match value {
-        Value::String(text) if text.len() >= LARGE_STRING_BYTES && text.is_ascii() => unsafe {
-            external_latin1(env, text)
-        },
+        Value::String(text) if text.len() >= LARGE_STRING_BYTES && text.is_ascii() => {
+            // SAFETY: `env` as this function's contract gives it; `text` is ASCII, as
+            // `external_latin1` requires.
+            unsafe { external_latin1(env, text) }
+        }
         Value::Object(fields) if fields.values().any(holds_large_string) => {
             let mut object = std::ptr::null_mut();
             check(
+                // SAFETY: `env` is the current env (this function's contract); `object` a local.
                 unsafe { sys::napi_create_object(env, &mut object) },
                 "the execute result (object)",
             )?;
             for (key, field) in fields {
+                // SAFETY: `env` is the current env, on its JS thread.
                 let key = unsafe { <&str>::to_napi_value(env, &key)? };
+                // SAFETY: as above (the recursion keeps the same env and scope).
                 let field = unsafe { value_to_napi(env, field)? };
                 check(
+                    // SAFETY: `object`, `key` and `field` are handles made above in this scope.
                     unsafe { sys::napi_set_property(env, object, key, field) },
                     "the execute result (property)",
                 )?;
@@ -275,18 +294,23 @@ unsafe fn value_to_napi(env: sys::napi_env, value: Value) -> napi::Result<sys::n
         Value::Array(items) if items.iter().any(holds_large_string) => {
             let mut array = std::ptr::null_mut();
             check(
+                // SAFETY: `env` is the current env (this function's contract); `array` a local.
                 unsafe { sys::napi_create_array_with_length(env, items.len(), &mut array) },
                 "the execute result (array)",
             )?;
             for (index, item) in items.into_iter().enumerate() {
+                // SAFETY: the same env and scope, as this function's contract gives them.
                 let item = unsafe { value_to_napi(env, item)? };
                 check(
+                    // SAFETY: `array` and `item` are handles made above in this scope; `index`
+                    // is within the length the array was made with.
                     unsafe { sys::napi_set_element(env, array, index as u32, item) },
                     "the execute result (element)",
                 )?;
             }
             Ok(array)
         }
+        // SAFETY: `env` is the current env, on its JS thread (this function's contract).
         other => unsafe { Value::to_napi_value(env, other) },
     }
 }
@@ -319,6 +343,9 @@ unsafe extern "C" {
 /// §1, "Large results reported to V8"). A copy does no better: measured, the copies ended up
 /// in V8's old large-object space (promoted by a scavenge while the reply was still being
 /// written), where they too wait for a full GC ("Large results between executes").
+///
+/// # Safety
+/// `env` is the current env, on its JS thread, inside a handle scope; `text` is ASCII.
 unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys::napi_value> {
     unsafe extern "C" fn finalize(
         env: sys::napi_env,
@@ -327,6 +354,8 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
     ) {
         // SAFETY: `hint` is the box leaked below, finalized exactly once by Node.
         let text = unsafe { Box::from_raw(hint.cast::<String>()) };
+        // SAFETY: `env` is the env Node finalizes in; adjusting external memory is allowed
+        // in a finalizer (it touches no JS value).
         unsafe { report_external_bytes(env, -(text.len() as i64)) };
     }
     let text = Box::new(text);
@@ -339,7 +368,12 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
     // is Node's now. A failure (only for strings past V8's length limit, far above what a
     // result holds) leaves it unowned: it is leaked rather than risk freeing it twice, and
     // its report is taken back.
+    // SAFETY: `env` is the current env, on its JS thread (this function's contract).
     unsafe { report_external_bytes(env, length as i64) };
+    // SAFETY: `env` as above. `data`/`length` are the boxed string's buffer, which does not
+    // move (the `String` is boxed and its heap buffer is never touched again here) and lives
+    // until `finalize` frees it through `hint`, the same box; the bytes are ASCII (this
+    // function's contract), so valid Latin-1. `value` and `copied` are locals.
     let status = unsafe {
         node_api_create_external_string_latin1(
             env,
@@ -352,6 +386,7 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
         )
     };
     if status != sys::Status::napi_ok {
+        // SAFETY: `env` as above.
         unsafe { report_external_bytes(env, -(length as i64)) };
     }
     check(status, "the execute result (string)")?;
@@ -361,8 +396,12 @@ unsafe fn external_latin1(env: sys::napi_env, text: String) -> napi::Result<sys:
 /// Tells V8 that `change` bytes outside its heap were kept alive (or let go) by JS values.
 /// Its status is not checked: it fails only for a null env, and a missed report changes
 /// when V8 collects, never what a result holds.
+///
+/// # Safety
+/// `env` is a live env: the current one on its JS thread, or the one Node finalizes in.
 unsafe fn report_external_bytes(env: sys::napi_env, change: i64) {
     let mut total = 0;
+    // SAFETY: `env` is a live env (this function's contract); `total` is a local.
     unsafe { sys::napi_adjust_external_memory(env, change, &mut total) };
 }
 

@@ -109,7 +109,9 @@ impl NativeProvider {
         ts_return_type = "(hook: string, params: unknown) => string | { value: unknown } | Promise<string>"
     )]
     pub fn hook_caller(&self, env: &Env, this: This) -> napi::Result<RawValue> {
-        // SAFETY: the current env, on its JS thread; `this` is the object `self` is wrapped in.
+        // SAFETY: `env` is the current env, on its JS thread (a method call); `this` is the
+        // object napi-rs wrapped `self` in, so `self` stays where it is until that object is
+        // collected, which the caller's strong reference to it prevents while the caller lives.
         unsafe { crate::hook_caller::create(env.raw(), self, this.object.raw()) }.map(RawValue)
     }
 

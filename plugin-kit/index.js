@@ -236,8 +236,8 @@ export function settle(outcome) {
  * Runs a native call and settles its outcome, normalising any thrown error: always a promise,
  * as the original hooks are async. A synchronous hook's outcome (health, config validation) is
  * settled at once, with no await in between: an async wrapper and an await cost a hook call
- * more microtask turns than the SDK-only floor's hook takes (bench/profile/README.md §2,
- * round 7).
+ * more microtask turns than the SDK-only floor's hook takes, and so more worker CPU per call
+ * than the plugin SDK alone spends.
  */
 export function invoke(call) {
   let outcome;

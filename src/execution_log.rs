@@ -33,7 +33,7 @@ use crate::napi_status::check;
 /// than the whole budget takes all of it (it is sent alone). 1 MiB keeps the JS thread busy
 /// (the pipe to the host takes 64 KiB at a time) while keeping what a slow host makes the worker
 /// buffer small enough to stay in V8's young generation: with 4 MiB, a 64 MiB stream grew the
-/// old space by ~65 MiB and peak RSS by ~60 MiB (bench/profile/README.md).
+/// old space by ~65 MiB and peak RSS by ~60 MiB (measured).
 pub const BUDGET_BYTES: usize = 1024 * 1024;
 
 /// Output bytes sent to JS in one batch, and so in one joined chunk, at most (a larger chunk
@@ -120,7 +120,7 @@ impl ExecutionLog {
                 callback,
                 budget: Semaphore::new(BUDGET_BYTES),
                 // One bound for both: batches of several 64 KiB chunks (256 KiB) measured
-                // the same throughput and CPU per MiB (bench/profile/README.md).
+                // the same throughput and CPU per MiB, so a larger batch buys nothing.
                 queue: Mutex::new(OutputQueue::new(BATCH_BYTES, BATCH_BYTES)),
             }),
         }

@@ -5,7 +5,7 @@
 //! napi-rs 3 wraps every generated method that takes arguments in a borrow scope: an
 //! `Arc<Mutex<…>>` per call, the receiver registered in a process-wide `Mutex<HashMap>` (SipHash)
 //! and removed again, thread-local scope stacks, and a class identity check. That is ~3,000
-//! instructions, a sixth of a whole health call (bench/profile/README.md §2, round 7), guarding
+//! instructions, a sixth of a whole health call (counted with callgrind), guarding
 //! against a `&mut self` call re-entering while a borrow is alive: `NativeProvider` has no
 //! `&mut self` method, so there is nothing here for it to guard. The function does exactly what
 //! `call` does ([`NativeProvider::dispatch`]); `call` stays for tests and tools.

@@ -339,10 +339,9 @@ unsafe extern "C" {
 /// V8 checks its external-memory limit (a full GC once it has grown by 64 MiB) only when that
 /// count changes, and an external string alone does not change it. Unreported, a series of
 /// large executes kept every earlier result until something else started a full GC: 8 MiB a
-/// run without end (measured to 108 MiB of dead results over 13 runs; bench/profile/README.md
-/// §1, "Large results reported to V8"). A copy does no better: measured, the copies ended up
-/// in V8's old large-object space (promoted by a scavenge while the reply was still being
-/// written), where they too wait for a full GC ("Large results between executes").
+/// run without end (measured: 108 MiB of dead results after 13 runs). A copy does no better:
+/// measured, the copies ended up in V8's old large-object space (promoted by a scavenge while
+/// the reply was still being written), where they too wait for a full GC.
 ///
 /// # Safety
 /// `env` is the current env, on its JS thread, inside a handle scope; `text` is ASCII.

@@ -64,8 +64,8 @@ fn handle() -> napi::Result<Handle> {
 /// with its TLS handshake and websocket) those keep every core busy, and the worker's JS thread,
 /// which must stay responsive to the host, waits for a core. One core is left to the JS thread
 /// instead (measured on 2 cores: worst event-loop stall per burst, median ~14 ms with one worker
-/// against ~18 ms with two, same wall time; bench/profile/README.md section 3). The Rust side is
-/// I/O-bound.
+/// against ~18 ms with two, same wall time): the Rust side is I/O-bound, so one thread fewer
+/// does not slow it.
 fn build() -> napi::Result<Runtime> {
     // The runtime's threads can outlive an environment's teardown (see SHUTDOWN_WAIT), and
     // their wakers point into this image: keep it loaded, as napi-rs does for its runtime.
@@ -146,7 +146,7 @@ unsafe impl AsyncRuntime for LazyRuntime {
 /// once a large block has been freed, raises its mmap threshold so that later large blocks come
 /// from those arenas, where freed memory mostly stays resident. A fixed 256 KiB threshold (large
 /// blocks are mapped and unmapped) and at most two arenas keep the worker ~30 MiB smaller after
-/// repeated large executes (bench/profile/README.md). The worker process is the plugin's own;
+/// repeated large executes (measured). The worker process is the plugin's own;
 /// Node's allocations only see the same two settings.
 fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 /// comparing keys in a small object: hook params and configs are objects of a few keys read
 /// field by field (a config schema asks for each of its ~20 fields), and serde_json's map
 /// hashes every lookup with SipHash, several times the cost of comparing a few short keys,
-/// most of which differ in length (bench/profile/README.md §2, round 5).
+/// most of which differ in length.
 pub fn get<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     const SCAN_UP_TO: usize = 12;
     if object.len() <= SCAN_UP_TO {

@@ -6,12 +6,12 @@
 //! whose result is built from typed data (a validate result: `normalizedConfig` from the parsed
 //! config) writes it here field by field with [`ObjectWriter`] and hands over [`JsonText`],
 //! instead of building a `Value` (a map insert with SipHash and an allocated key per field) only
-//! for the bridge to walk it once into text and drop it (bench/profile/README.md §2, round 5).
+//! for the bridge to walk it once into text and drop it.
 //!
 //! Why not serde_json's own writer: its escaping loop looks at every byte on its own and cannot
 //! be replaced through its `Formatter`, and an outcome is mostly strings (a validate result
 //! carries the kubeconfig, an execute result its output): the loop was the largest single cost
-//! of the text, ~9 instructions a byte (bench/profile/README.md §2, round 4). Numbers, the one
+//! of the text, ~9 instructions a byte (counted with callgrind). Numbers, the one
 //! other thing with a choice of spelling, are still written by serde_json.
 
 use serde_json::Value;
@@ -65,7 +65,7 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
 /// A string field at least this long is held beside the text ([`JsonText`]): V8's `JSON.parse`
 /// makes a string from escaped JSON at ~10 instructions a byte (a kubeconfig's newlines are
 /// escapes), while napi copies it in at ~1; handing one string over by napi costs ~2,500
-/// instructions, so below this the text is cheaper (bench/profile/README.md §2, round 6).
+/// instructions, so below this the text is cheaper.
 pub const BESIDE_MIN_BYTES: usize = 512;
 
 /// What a placeholder of a string held beside the text is in the text: `null`.

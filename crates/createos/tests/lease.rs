@@ -422,15 +422,24 @@ async fn release_and_destroy_treat_a_vanished_sandbox_as_deleted_but_report_fail
     h.emu.clear_faults();
     // Retrying is allowed (the closing state ended) and succeeds.
     assert_eq!(h.provider.release_lease(&params, &*h.sink).await, Ok(None));
-    // Gone already: still fine.
+    // Destroyed already: the service answers the repeated delete as a no-op on the terminal row.
     h.clear_log();
     assert_eq!(h.provider.destroy_lease(&params, &*h.sink).await, Ok(None));
     let records = h.records();
     assert_eq!(records.len(), 1);
     assert_eq!(
         (records[0].method.as_str(), records[0].status),
-        ("DELETE", Some(404))
+        ("DELETE", Some(200))
     );
     assert_eq!(records[0].path, format!("/v1/sandboxes/{id}"));
+    // Gone altogether (its row forgotten): a 404 counts as deleted too.
+    h.clear_log();
+    h.fault(json!({ "method": "DELETE", "path": "/v1/sandboxes/*", "action": { "kind": "status", "status": 404 } }));
+    assert_eq!(h.provider.destroy_lease(&params, &*h.sink).await, Ok(None));
+    let records = h.records();
+    assert_eq!(
+        (records[0].method.as_str(), records[0].status),
+        ("DELETE", Some(404))
+    );
     h.finish().await;
 }

@@ -383,6 +383,16 @@ async fn reports_missing_setups_and_refuses_foreign_or_invalid_requests() {
             .unwrap()["status"],
         json!("missing")
     );
+    // The service keeps a destroyed sandbox's row (status `destroyed`), so a second cancel finds
+    // it and deletes it again (a no-op), as the original did: only a 404 is `missing`.
+    assert_eq!(
+        h.provider
+            .cancel_interactive_setup(&setup_params(&h, &session, json!({})), &*h.sink)
+            .await
+            .unwrap(),
+        json!({ "status": "cancelled", "metadata": { "provider": "createos", "reason": null } })
+    );
+    h.fault(json!({ "method": "GET", "path": "/v1/sandboxes/*", "action": { "kind": "status", "status": 404 } }));
     assert_eq!(
         h.provider
             .cancel_interactive_setup(&setup_params(&h, &session, json!({})), &*h.sink)
@@ -390,6 +400,7 @@ async fn reports_missing_setups_and_refuses_foreign_or_invalid_requests() {
             .unwrap(),
         json!({ "status": "missing", "metadata": { "provider": "createos", "missing": true, "reason": null } })
     );
+    h.emu.clear_faults();
     assert_eq!(h.emu.counts().sandboxes, 0, "{id}");
     h.finish().await;
 }

@@ -17,6 +17,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../lib/emulators.js";
+import { pollUntil } from "../__test__/support/poll.js";
 import { repoRoot } from "../scripts/lib/paths.js";
 import { startHost, step } from "./support/host.js";
 
@@ -140,24 +141,17 @@ async function createosCounts() {
 
 /** Lease-scoped objects left in the tenant namespace and live processes; deletion cascades in the background. */
 async function k8sLeftovers() {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  const read = async () => {
     const counts = await (await fetch(`${k8sEmu.controlUrl}/counts`)).json();
     const tenant = counts.namespaces["paperclip-acme"] ?? {};
     const scoped = ["pods", "sandboxes", "jobs", "secrets"].filter((plural) => (tenant[plural] ?? 0) > 0);
-    const last = { scoped, liveProcesses: counts.liveProcesses };
-    if ((scoped.length === 0 && last.liveProcesses === 0) || Date.now() > deadline) return last;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+    return { scoped, liveProcesses: counts.liveProcesses };
+  };
+  return pollUntil(read, (last) => last.scoped.length === 0 && last.liveProcesses === 0);
 }
 
 async function createosSandboxesSettled() {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const counts = await createosCounts();
-    if ((counts.sandboxes === 0 && counts.liveProcesses === 0) || Date.now() > deadline) return counts;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  return pollUntil(createosCounts, (counts) => counts.sandboxes === 0 && counts.liveProcesses === 0);
 }
 
 const PROVIDERS = {

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator } from "../lib/emulators.js";
 import { EMULATOR_ARGS } from "../lib/lifecycle.js";
 import { repoRoot } from "../scripts/lib/paths.js";
+import { pollUntil } from "./support/poll.js";
 
 const CLI = path.join(repoRoot, "bin/paperclip-sandbox.js");
 const CANARY_KEY = "canary-cli-key-5b2e90aa-never-print-me";
@@ -247,12 +248,7 @@ describe("paperclip-sandbox check: Ctrl-C cleans up and exits 130", () => {
         const tenant = counts.namespaces["paperclip-clitest"] ?? {};
         return { scoped: ["pods", "sandboxes", "jobs", "secrets"].filter((p) => (tenant[p] ?? 0) > 0), liveProcesses: counts.liveProcesses };
       };
-      const deadline = Date.now() + 10_000;
-      let last = await leftovers();
-      while ((last.scoped.length > 0 || last.liveProcesses > 0) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        last = await leftovers();
-      }
+      const last = await pollUntil(leftovers, (left) => left.scoped.length === 0 && left.liveProcesses === 0);
       expect(last).toEqual({ scoped: [], liveProcesses: 0 });
     } finally {
       await emulator.stop();

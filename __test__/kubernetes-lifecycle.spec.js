@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../lib/emulators.js";
 import { ForkedWorker } from "../lib/forked-worker.js";
+import { pollUntil } from "./support/poll.js";
 
 const CANARY_TOKEN = "canary-token-8c1e55d0-never-print-me";
 const JOB_SHIM = "/usr/local/bin/paperclip-agent-shim";
@@ -49,13 +50,7 @@ describe("Kubernetes lifecycles through a forked worker", () => {
 
   /** Deletion cascades in the background, as in a cluster: wait (bounded) for it to settle. */
   async function settledLeftovers() {
-    const deadline = Date.now() + 10_000;
-    let last = await leftovers();
-    while ((last.scoped.length > 0 || last.liveProcesses > 0) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      last = await leftovers();
-    }
-    return last;
+    return pollUntil(leftovers, (last) => last.scoped.length === 0 && last.liveProcesses === 0);
   }
 
   it("probes the cluster", async () => {

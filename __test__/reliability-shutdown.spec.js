@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { startEmulator } from "../lib/emulators.js";
 import { ForkedWorker } from "../lib/forked-worker.js";
+import { pollUntil } from "./support/poll.js";
 
 const CANARY_KEY = "canary-key-shutdown-8c1f5e2d-never-print-me";
 /** The host's grace period between `shutdown` and SIGKILL. */
@@ -16,17 +17,6 @@ const LEASES = 4;
 const IN_FLIGHT = 100;
 /** Commands that must be running remotely when `shutdown` is sent (the rest are queued). */
 const RUNNING_BEFORE_SHUTDOWN = 25;
-
-/** Resolves when `check()` is truthy; rejects after `timeoutMs` (a bounded wait, not a sleep). */
-async function until(what, check, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("shutdown with 100 operations in flight", () => {
   let emulator;
@@ -76,7 +66,8 @@ describe("shutdown with 100 operations in flight", () => {
     }
     // All 100 calls are in flight in the worker (the pacer spaces their starts); wait until a
     // good share of the commands actually runs in the sandboxes.
-    await until("commands running in the sandboxes", async () => (await counts()).liveProcesses >= RUNNING_BEFORE_SHUTDOWN, 60_000);
+    const running = await pollUntil(counts, (c) => c.liveProcesses >= RUNNING_BEFORE_SHUTDOWN, { withinMs: 60_000, everyMs: 50 });
+    expect(running.liveProcesses, "commands running in the sandboxes").toBeGreaterThanOrEqual(RUNNING_BEFORE_SHUTDOWN);
     const before = await counts();
 
     const exitedAt = worker.exited.then((exit) => ({ exit, at: Date.now() }));
@@ -116,14 +107,7 @@ describe("shutdown with 100 operations in flight", () => {
 
     // Nothing left running in the emulator (the sandboxes themselves stay: shutdown does not
     // release leases, the host does).
-    const after = await until(
-      "no live processes in the emulator",
-      async () => {
-        const c = await counts();
-        return c.liveProcesses === 0 ? c : null;
-      },
-      15_000,
-    );
-    expect(after.liveProcesses).toBe(0);
+    const after = await pollUntil(counts, (c) => c.liveProcesses === 0, { withinMs: 15_000, everyMs: 50 });
+    expect(after.liveProcesses, "no live processes in the emulator").toBe(0);
   });
 });

@@ -84,7 +84,10 @@ pub async fn shapes(
     State(app): State<Arc<App>>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let page = Page::from_pairs(&query_pairs(query.as_deref(), PAGE_PARAMS)?)?;
+    let page = Page::from_pairs(
+        &query_pairs(query.as_deref(), PAGE_PARAMS)?,
+        app.settings.max_page_size(),
+    )?;
     let all = app
         .opts
         .shapes

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use super::page::MAX_LIMIT;
+
 /// The shape catalog the provider's manifest offers (the emulator rejects any other shape).
 pub const SHAPES: &[&str] = &[
     "s-1vcpu-256mb",
@@ -100,6 +102,7 @@ impl EmulatorOptions {
 pub struct Settings {
     transition_ms: AtomicU64,
     heartbeat_ms: AtomicU64,
+    max_page_size: AtomicU64,
 }
 
 impl Settings {
@@ -107,7 +110,18 @@ impl Settings {
         Settings {
             transition_ms: AtomicU64::new(opts.transition_delay.as_millis() as u64),
             heartbeat_ms: AtomicU64::new(opts.heartbeat_interval.as_millis().max(1) as u64),
+            max_page_size: AtomicU64::new(MAX_LIMIT as u64),
         }
+    }
+    /// The largest page a list answers: the server's 500, unless a test lowers it to page
+    /// through a list without making hundreds of sandboxes. A larger `limit` is clamped to it,
+    /// as the server clamps to 500.
+    pub fn max_page_size(&self) -> usize {
+        self.max_page_size.load(Ordering::Relaxed) as usize
+    }
+    pub fn set_max_page_size(&self, n: usize) {
+        self.max_page_size
+            .store(n.clamp(1, MAX_LIMIT) as u64, Ordering::Relaxed);
     }
     pub fn transition_delay(&self) -> Duration {
         Duration::from_millis(self.transition_ms.load(Ordering::Relaxed))

@@ -20,9 +20,9 @@ pub struct Page {
 
 impl Page {
     /// From the query's `(name, value)` pairs. A limit of 0 means the default, a larger one
-    /// than 500 is clamped (as the server does); a value that is not a non-negative integer
-    /// is a 400.
-    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Page, ApiError> {
+    /// than `max` (the server's 500, see `Settings::max_page_size`) is clamped, as the server
+    /// does; a value that is not a non-negative integer is a 400.
+    pub fn from_pairs(pairs: &[(String, String)], max: usize) -> Result<Page, ApiError> {
         let number = |name: &str| -> Result<Option<usize>, ApiError> {
             match pairs.iter().rev().find(|(k, _)| k == name) {
                 None => Ok(None),
@@ -33,8 +33,9 @@ impl Page {
         };
         let limit = match number("limit")? {
             None | Some(0) => DEFAULT_LIMIT,
-            Some(n) => n.min(MAX_LIMIT),
-        };
+            Some(n) => n,
+        }
+        .min(max);
         Ok(Page {
             limit,
             offset: number("offset")?.unwrap_or(0),
@@ -89,16 +90,23 @@ mod tests {
     #[test]
     fn limits_default_clamp_and_page() {
         assert_eq!(
-            Page::from_pairs(&pairs("")).unwrap(),
+            Page::from_pairs(&pairs(""), MAX_LIMIT).unwrap(),
             Page {
                 limit: 50,
                 offset: 0
             }
         );
-        assert_eq!(Page::from_pairs(&pairs("limit=9999")).unwrap().limit, 500);
-        assert!(Page::from_pairs(&pairs("limit=-1")).is_err());
+        assert_eq!(
+            Page::from_pairs(&pairs("limit=9999"), MAX_LIMIT)
+                .unwrap()
+                .limit,
+            500
+        );
+        // A lowered maximum clamps the default as well.
+        assert_eq!(Page::from_pairs(&pairs(""), 2).unwrap().limit, 2);
+        assert!(Page::from_pairs(&pairs("limit=-1"), MAX_LIMIT).is_err());
         assert!(query_pairs(Some("label=a%3Db"), PAGE_PARAMS).is_err());
-        let page = Page::from_pairs(&pairs("limit=2&offset=1")).unwrap();
+        let page = Page::from_pairs(&pairs("limit=2&offset=1"), MAX_LIMIT).unwrap();
         let v = page.of((0..4).map(|i| json!(i)).collect());
         assert_eq!(v["data"], json!([1, 2]));
         assert_eq!(

@@ -139,7 +139,7 @@ pub async fn list(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let pairs = query_pairs(query.as_deref(), &[PAGE_PARAMS, &["status"]].concat())?;
-    let page = Page::from_pairs(&pairs)?;
+    let page = Page::from_pairs(&pairs, app.settings.max_page_size())?;
     let status = match pairs.iter().rev().find(|(k, _)| k == "status") {
         None => None,
         Some((_, s)) if s.is_empty() => None,

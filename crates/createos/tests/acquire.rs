@@ -7,6 +7,7 @@ use std::time::Duration;
 use common::*;
 use createos::HostApiKey;
 use emulator::createos::Status;
+use sandbox_core::poll::poll;
 use serde_json::{Value, json};
 
 const MARKER_PATH: &str = "%2Fpaperclip-workspace%2F.paperclip-runtime%2F.paperclip-createos-lease";
@@ -467,16 +468,14 @@ async fn reports_a_sandbox_that_cannot_reach_running() {
     let params = h.run_params(json!({}));
     let acquire = h.provider.acquire_lease(&params, &*h.sink);
     let fail_it = async {
-        let id = loop {
-            let get = h
-                .calls()
-                .into_iter()
-                .find(|c| c.method == "GET" && c.path.starts_with("/sandboxes/"));
-            if let Some(get) = get {
-                break get.path.trim_start_matches("/sandboxes/").to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        };
+        let id = poll("the first status read", Duration::from_secs(20))
+            .until(|| {
+                h.calls()
+                    .into_iter()
+                    .find(|c| c.method == "GET" && c.path.starts_with("/sandboxes/"))
+                    .map(|get| get.path.trim_start_matches("/sandboxes/").to_owned())
+            })
+            .await;
         assert!(h.emu.force_status(&id, Status::Failed));
     };
     let (result, ()) = tokio::join!(acquire, fail_it);

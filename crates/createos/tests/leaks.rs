@@ -5,10 +5,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use createos::messages;
+use sandbox_core::poll::poll;
 use serde_json::json;
 
 /// The ownership name of the create call in `calls`.
@@ -25,17 +26,11 @@ fn name_of(calls: &[Call]) -> String {
 /// The first page of the lookup of a lost create.
 const FIRST_PAGE: &str = "/sandboxes?limit=500&offset=0";
 
+/// How long a wait on the emulator's state may take before the test fails.
+const WAIT: Duration = Duration::from_secs(20);
+
 fn looked_up(calls: &[Call]) -> bool {
     calls.iter().any(|c| c.is("GET", FIRST_PAGE))
-}
-
-/// Waits (polling the emulator's state, not the clock) until `cond` holds.
-async fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// Runs `call` and shuts the provider down once `ready` holds; shutdown must succeed.
@@ -46,7 +41,7 @@ async fn shut_down_when<T>(
     call: impl std::future::Future<Output = T>,
 ) -> T {
     let stop = async {
-        until(what, ready).await;
+        poll(what, WAIT).until(ready).await;
         h.provider.shutdown().await
     };
     let (out, stopped) = tokio::join!(call, stop);
@@ -245,12 +240,13 @@ async fn shutdown_during_an_acquire_deletes_its_sandbox_before_it_returns() {
     let stop = async {
         // The hanging marker upload has arrived, so the acquire holds the create reply (a
         // shutdown while that reply is still being read: the test after the next).
-        until("the marker upload to hang", || {
-            h.calls()
-                .iter()
-                .any(|c| c.method == "PUT" && c.path.contains("/files"))
-        })
-        .await;
+        poll("the marker upload to hang", WAIT)
+            .until(|| {
+                h.calls()
+                    .iter()
+                    .any(|c| c.method == "PUT" && c.path.contains("/files"))
+            })
+            .await;
         assert_eq!(h.emu.counts().sandboxes, 1);
         assert_eq!(h.provider.state().active_acquisitions(), 1);
         h.provider.shutdown().await

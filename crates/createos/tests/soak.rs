@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
+use sandbox_core::poll::poll;
 use sandbox_core::soak::{self, SoakRng};
 use serde_json::{Value, json};
 
@@ -267,18 +268,19 @@ async fn assert_nothing_left(h: &Harness, seed: u64, i: usize) {
     let faults = h.emu.faults();
     h.emu.clear_faults();
     h.emu.settings().set_transition_delay(Duration::ZERO);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    poll(
+        format!("seed {seed}, lifecycle {i}: nothing left"),
+        Duration::from_secs(5),
+    )
+    .until(|| {
         let counts = h.emu.counts();
         if counts.sandboxes == 0 && counts.live_processes == 0 {
-            break;
+            Ok(())
+        } else {
+            Err(format!("leaked {counts:?}; faults {faults:?}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "seed {seed}, lifecycle {i}: leaked {counts:?}; faults {faults:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }
 
 /// A worker shutdown while an acquire waits on a slow reply, in a worker of its own (shutdown
@@ -302,14 +304,15 @@ async fn shutdown_mid_acquire(
     );
     let acquire = worker.acquire_lease(params, &*h.sink);
     let stop = async {
-        // Shut down once the slow reply is awaited, or once the acquire is over anyway.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while worker.state().active_acquisitions() > 0
-            && !h.emu.faults().iter().any(|f| f.id == slow && f.fired > 0)
-            && Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        // Shut down once the slow reply is awaited, or once the acquire is over anyway (or,
+        // failing both, after 10 s).
+        poll("the slow reply to be awaited", Duration::from_secs(10))
+            .every(Duration::from_millis(2))
+            .holds(|| {
+                worker.state().active_acquisitions() == 0
+                    || h.emu.faults().iter().any(|f| f.id == slow && f.fired > 0)
+            })
+            .await;
         worker.shutdown().await
     };
     let (acquired, stopped) = tokio::join!(acquire, stop);
@@ -352,12 +355,11 @@ async fn shutdown_mid_probe(h: &Harness, rng: &mut SoakRng, tally: &mut Tally, s
     let params = h.params(json!({}));
     let probe = worker.probe(&params, &*h.sink);
     let stop = async {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !h.emu.faults().iter().any(|f| f.id == slow && f.fired > 0)
-            && Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        // Shut down once the slow reply is awaited (or, failing that, after 10 s).
+        poll("the slow reply to be awaited", Duration::from_secs(10))
+            .every(Duration::from_millis(2))
+            .holds(|| h.emu.faults().iter().any(|f| f.id == slow && f.fired > 0))
+            .await;
         worker.shutdown().await
     };
     let (probed, stopped) = tokio::join!(probe, stop);

@@ -21,6 +21,7 @@ use kubernetes::KubernetesProvider;
 use kubernetes::cluster::DESTROY_LEASE_FAILED;
 use kubernetes::cluster::api_bound::{self, api_timeout_message};
 use kubernetes::exec::RESULT_TAIL_BYTES;
+use sandbox_core::poll::poll;
 use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
 
@@ -224,11 +225,16 @@ fn leaked(emu: &KubernetesEmulator) -> Vec<(&'static str, usize)> {
 }
 
 async fn until_nothing_leaked(emu: &KubernetesEmulator) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !leaked(emu).is_empty() {
-        assert!(Instant::now() < deadline, "left behind: {:?}", leaked(emu));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    poll("nothing left behind", Duration::from_secs(10))
+        .until(|| {
+            let left = leaked(emu);
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("left behind: {left:?}"))
+            }
+        })
+        .await;
 }
 
 async fn hung_acquire(method: &str, path: &str, created: &str) {

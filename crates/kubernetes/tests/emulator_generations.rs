@@ -4,10 +4,11 @@
 //! really run in the pod, faults injected on the wire.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use emulator::kubernetes::{FaultAction, FaultRule, KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
+use sandbox_core::poll::poll;
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
 use serde_json::{Value, json};
 
@@ -85,15 +86,16 @@ fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
 
 /// Waits (bounded) for deletion and garbage collection to settle.
 async fn until_clean(emu: &KubernetesEmulator, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = leaked(emu);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what}: leaked {left:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll(format!("{what}: nothing left"), Duration::from_secs(10))
+        .until(|| {
+            let left = leaked(emu);
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("leaked {left:?}"))
+            }
+        })
+        .await;
 }
 
 fn status_fault(method: &str, path: &str, nth: u64) -> FaultRule {

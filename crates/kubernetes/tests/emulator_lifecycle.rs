@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use emulator::kubernetes::{
     DenyRule, FaultAction, FaultRule, KubeEmulatorOptions, KubernetesEmulator, SandboxPlan,
 };
 use kubernetes::KubernetesProvider;
 use kubernetes::config::KubernetesConfig;
+use sandbox_core::poll::poll;
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
 use serde_json::{Value, json};
 
@@ -67,18 +68,13 @@ async fn start() -> KubernetesEmulator {
         .expect("emulator starts")
 }
 
+/// How long the emulator's garbage collection may take before a test fails (it acts at once;
+/// only a bug runs into this).
+const GC_WAIT: Duration = Duration::from_secs(10);
+
 fn config(emu: &KubernetesEmulator, backend: &str) -> Value {
     json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme", "backend": backend,
         "egressMode": "cilium"})
-}
-
-/// Waits for the emulator's garbage collection (a condition, bounded; not a fixed sleep).
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
@@ -210,10 +206,9 @@ async fn sandbox_cr_lifecycle_with_real_exec() {
     assert_eq!(provider.release_lease(&release, &sink).await.unwrap(), None);
     // Released twice: the 404 is absorbed.
     assert_eq!(provider.release_lease(&release, &sink).await.unwrap(), None);
-    until("the lease's objects to be collected", || {
-        leaked(&emu).is_empty()
-    })
-    .await;
+    poll("the lease's objects to be collected", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     assert_no_canary(&sink, &[&lease, &result, &probe]);
     emu.shutdown().await;
 }
@@ -246,16 +241,14 @@ async fn job_lifecycle_reports_the_pod_log() {
         "leaseMetadata": lease["metadata"]});
     // Release deletes the Job only; its pod, Secret and policies go by cascade.
     assert_eq!(provider.release_lease(&destroy, &sink).await.unwrap(), None);
-    until("the job lease's objects to be collected", || {
-        leaked(&emu).is_empty()
-    })
-    .await;
+    poll("the job lease's objects to be collected", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     assert_eq!(provider.destroy_lease(&destroy, &sink).await.unwrap(), None);
     assert_eq!(provider.destroy_lease(&destroy, &sink).await.unwrap(), None);
-    until("the job lease's objects to be deleted", || {
-        leaked(&emu).is_empty()
-    })
-    .await;
+    poll("the job lease's objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     assert_no_canary(&sink, &[&lease, &result]);
     emu.shutdown().await;
 }
@@ -350,10 +343,9 @@ async fn sandbox_failures_at_execute() {
         format!("Sandbox {NS}/{id} failed: ImagePullBackOff \u{2014} no such image")
     );
     provider.destroy_lease(&resume, &sink).await.unwrap();
-    until("the failed lease's objects to be deleted", || {
-        leaked(&emu).is_empty()
-    })
-    .await;
+    poll("the failed lease's objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     emu.shutdown().await;
 }
 
@@ -409,7 +401,9 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
         )
         .await
         .unwrap();
-    until("objects to be deleted", || leaked(&emu).is_empty()).await;
+    poll("objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     emu.shutdown().await;
 }
 
@@ -460,7 +454,9 @@ async fn v4_exec_keeps_stdin_open_and_output_whole() {
         .destroy_lease(&destroy_params(&emu, &lease), &RecordingSink::default())
         .await
         .unwrap();
-    until("objects to be deleted", || leaked(&emu).is_empty()).await;
+    poll("objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     emu.shutdown().await;
 }
 
@@ -502,7 +498,9 @@ async fn exec_watchdog_and_setup_failures_are_timed_out_results() {
         .destroy_lease(&destroy_params(&emu, &lease), &sink)
         .await
         .unwrap();
-    until("objects to be deleted", || leaked(&emu).is_empty()).await;
+    poll("objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     emu.shutdown().await;
 }
 
@@ -541,7 +539,9 @@ async fn resume_and_the_readiness_timeout() {
             .await
             .unwrap();
     }
-    until("objects to be deleted", || leaked(&emu).is_empty()).await;
+    poll("objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     let gone = provider.resume_lease(&resume, &sink).await.unwrap();
     assert_eq!(
         gone,
@@ -724,6 +724,8 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
         .destroy_lease(&destroy_params(&emu, &lease), &RecordingSink::default())
         .await
         .unwrap();
-    until("objects to be deleted", || leaked(&emu).is_empty()).await;
+    poll("objects to be deleted", GC_WAIT)
+        .until(|| leaked(&emu).is_empty())
+        .await;
     emu.shutdown().await;
 }

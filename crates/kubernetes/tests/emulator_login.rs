@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
+use sandbox_core::poll::poll;
 use sandbox_core::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -42,6 +43,13 @@ impl HostSink for ChannelSink {
     }
     fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
     fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
+}
+
+/// Waits (bounded) until no object of `plurals` is left in the tenant namespace.
+async fn until_none_left(emu: &KubernetesEmulator, plurals: &[&str]) {
+    poll("no leaked objects", Duration::from_secs(10))
+        .until(|| plurals.iter().all(|p| emu.counts().count(NS, p) == 0))
+        .await;
 }
 
 struct Terminal {
@@ -252,11 +260,9 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
         json!({"hostRouteId": "route-c"})
     );
     assert_eq!(provider.login().route_count(), 0);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while running() > 0 {
-        assert!(Instant::now() < deadline, "the login process was not ended");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    poll("the login process to be ended", Duration::from_secs(10))
+        .until(|| running() == 0)
+        .await;
 
     // A second session, ended by the lease's release: exit(None), once.
     let opened = provider
@@ -287,16 +293,7 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
     );
     assert!(!term.seen.contains(CANARY));
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ["pods", "sandboxes", "secrets"]
-        .iter()
-        .map(|p| emu.counts().count(NS, p))
-        .sum::<usize>()
-        > 0
-    {
-        assert!(Instant::now() < deadline, "leaked objects");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_none_left(&emu, &["pods", "sandboxes", "secrets"]).await;
     // Nothing more was reported.
     assert!(term.events.try_recv().is_err());
     emu.shutdown().await;
@@ -362,16 +359,7 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
         .destroy_lease(&destroy, &NullSink)
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ["pods", "sandboxes"]
-        .iter()
-        .map(|p| emu.counts().count(NS, p))
-        .sum::<usize>()
-        > 0
-    {
-        assert!(Instant::now() < deadline, "leaked objects");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_none_left(&emu, &["pods", "sandboxes"]).await;
     let err = provider
         .login_pty_open(&open_params("route-2", &lease_id), sink.clone())
         .await
@@ -381,15 +369,6 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
     assert!(err.message.contains(&lease_id), "{}", err.message);
     assert_eq!(provider.login().route_count(), 0);
     provider.destroy_lease(&destroy, &NullSink).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ["pods", "sandboxes", "secrets"]
-        .iter()
-        .map(|p| emu.counts().count(NS, p))
-        .sum::<usize>()
-        > 0
-    {
-        assert!(Instant::now() < deadline, "leaked objects");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_none_left(&emu, &["pods", "sandboxes", "secrets"]).await;
     emu.shutdown().await;
 }

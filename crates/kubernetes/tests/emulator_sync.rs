@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
@@ -15,6 +15,7 @@ use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };
 use kubernetes::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
+use sandbox_core::poll::poll;
 use sandbox_core::{BoxFuture, NullSink};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -88,19 +89,14 @@ impl Lease {
 }
 
 async fn no_leaks(emu: &KubernetesEmulator) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let counts = emu.counts();
-        let left: usize = ["pods", "sandboxes", "secrets"]
-            .iter()
-            .map(|p| counts.count(NS, p))
-            .sum();
-        if left == 0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "leaked objects");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll("no leaked objects", Duration::from_secs(10))
+        .until(|| {
+            let counts = emu.counts();
+            ["pods", "sandboxes", "secrets"]
+                .iter()
+                .all(|p| counts.count(NS, p) == 0)
+        })
+        .await;
 }
 
 fn write(path: &Path, body: &[u8]) {

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use emulator::kubernetes::{FaultRule, KubeEmulatorOptions, KubernetesEmulator, SettingsPatch};
 use kubernetes::KubernetesProvider;
 use kubernetes::hooks::ACQUIRE_CLEANUP_INCOMPLETE;
+use sandbox_core::poll::poll;
 use sandbox_core::soak::{self, SoakRng};
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream, ProviderError};
 use serde_json::json;
@@ -306,19 +307,16 @@ fn orphans_of_failed_acquire(emu: &KubernetesEmulator) -> Vec<(String, String)> 
 }
 
 async fn until_clean(emu: &KubernetesEmulator, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = leaked(emu);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: leaked {left:?}; faults {:?}",
-            emu.faults()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    poll(format!("{what}: nothing left"), Duration::from_secs(15))
+        .until(|| {
+            let left = leaked(emu);
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("leaked {left:?}; faults {:?}", emu.faults()))
+            }
+        })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,8 +8,8 @@
 //! semantics the providers reproduce live in the `js-compat` crate.
 //!
 //! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
-//! recorded golden vectors, `soak` drives the reliability soaks and `fuzz` holds the shared
-//! half of the property fuzzing.
+//! recorded golden vectors, `soak` drives the reliability soaks, `fuzz` holds the shared
+//! half of the property fuzzing and `poll` is the tests' one bounded wait on a condition.
 
 pub mod archive;
 pub mod confined;
@@ -22,6 +22,8 @@ pub mod hook;
 pub mod host;
 pub mod json_text;
 pub mod output_batch;
+#[cfg(feature = "testing")]
+pub mod poll;
 #[cfg(feature = "testing")]
 pub mod soak;
 pub mod sparse;

@@ -2,11 +2,12 @@
 //! status and body, and bounded waits (for a condition, never a fixed sleep).
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http_body_util::BodyExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use sandbox_core::poll::poll;
 use serde_json::Value;
 
 /// Waits longer than any controller here needs (the garbage collector and the namespace
@@ -70,20 +71,17 @@ pub async fn merge_patch(client: &Client, path: &str, body: &Value) -> (u16, Val
     .await
 }
 
-/// Polls `probe` every 100 ms until it yields `Some`, for at most [`WAIT`].
-pub async fn until<T, F, Fut>(what: &str, mut probe: F) -> T
+/// Polls `probe` every 100 ms (each check is a request to the server) until it yields `Some`,
+/// for at most [`WAIT`].
+pub async fn until<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll(what, WAIT)
+        .every(Duration::from_millis(100))
+        .until_async(probe)
+        .await
 }
 
 /// Waits until `GET path` answers 404.

@@ -298,15 +298,6 @@ fn every_hook_with_arbitrary_params() {
 /// inside `root` (or are relative, which is refused) so that nothing outside it is ever read
 /// or written.
 fn mapping(root: String) -> impl Strategy<Value = Value> {
-    let host = prop_oneof![
-        Just(format!("{root}/file.txt")),
-        Just(format!("{root}/dir")),
-        Just(format!("{root}/missing")),
-        Just(format!("{root}/dir/../file.txt")),
-        Just("relative/path".to_owned()),
-        Just(String::new()),
-    ]
-    .prop_map(Value::String);
     let remote = prop_oneof![
         Just(json!("/paperclip-workspace/x")),
         Just(json!("/paperclip-workspace/../etc")),
@@ -316,12 +307,8 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
         SHAPE.any_json(),
     ];
     (
-        prop_oneof![
-            Just(json!("file")),
-            Just(json!("directory")),
-            SHAPE.any_json()
-        ],
-        prop_oneof![3 => host, 1 => SHAPE.any_json()],
+        SHAPE.mapping_kind(),
+        SHAPE.host_path_or_json(&root),
         remote,
         prop_oneof![
             Just(Value::Null),

@@ -4,33 +4,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
 use createos::messages;
+use sandbox_core::hostile::snapshot;
 use serde_json::json;
-
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                format!("-> {}", std::fs::read_link(&path).unwrap().display())
-            } else if meta.is_dir() {
-                stack.push(path.clone());
-                "dir".to_owned()
-            } else {
-                format!("{:?}", std::fs::read(&path).unwrap())
-            };
-            out.insert(path, what);
-        }
-    }
-    out
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_chains_confined_only_as_text_never_land_on_the_host() {
@@ -57,7 +36,7 @@ async fn link_chains_confined_only_as_text_never_land_on_the_host() {
     let host = tempfile_dir();
     std::fs::create_dir(host.join("victim")).unwrap();
     std::fs::write(host.join("victim/keep"), b"host").unwrap();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     let target = host.join("out");
     let params = h.params(json!({
         "lease": { "providerLeaseId": lease["providerLeaseId"], "metadata": lease["metadata"], "expiresAt": null },
@@ -69,7 +48,7 @@ async fn link_chains_confined_only_as_text_never_land_on_the_host() {
         messages::ARCHIVE_UNSAFE
     );
     assert_eq!(
-        snapshot(&host),
+        snapshot(&host, None),
         before,
         "nothing lands, not even the target"
     );
@@ -177,14 +156,18 @@ async fn an_over_limit_directory_is_refused_while_streaming() {
     forged.extend(vec![0u8; 64 * 1024]);
     forge_tar(&h, &lease, &forged);
     let host = tempfile_dir();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     let target = host.join("out");
     let params = sync_out_dir(&h, &lease, "/paperclip-workspace/big", &target, json!({}));
     assert_eq!(
         message(h.provider.sync_out(&params, &*h.sink).await),
         messages::ARCHIVE_UNSAFE
     );
-    assert_eq!(snapshot(&host), before, "the destination is left as it was");
+    assert_eq!(
+        snapshot(&host, None),
+        before,
+        "the destination is left as it was"
+    );
     std::fs::remove_dir_all(&host).unwrap();
     h.destroy(&lease).await;
     h.finish().await;
@@ -205,7 +188,7 @@ async fn an_oversized_extended_header_is_refused() {
     forged.extend(vec![0u8; 1024]);
     forge_tar(&h, &lease, &forged);
     let host = tempfile_dir();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     let params = sync_out_dir(
         &h,
         &lease,
@@ -217,7 +200,7 @@ async fn an_oversized_extended_header_is_refused() {
         message(h.provider.sync_out(&params, &*h.sink).await),
         messages::archive_extended_header_too_large(size)
     );
-    assert_eq!(snapshot(&host), before);
+    assert_eq!(snapshot(&host, None), before);
     std::fs::remove_dir_all(&host).unwrap();
     h.destroy(&lease).await;
     h.finish().await;
@@ -248,7 +231,7 @@ async fn a_hard_link_through_an_in_archive_link_is_refused() {
     let host = tempfile_dir();
     std::fs::create_dir(host.join("victim")).unwrap();
     std::fs::write(host.join("victim/keep"), b"host").unwrap();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     let params = sync_out_dir(
         &h,
         &lease,
@@ -260,7 +243,7 @@ async fn a_hard_link_through_an_in_archive_link_is_refused() {
         message(h.provider.sync_out(&params, &*h.sink).await),
         messages::ARCHIVE_UNSAFE
     );
-    assert_eq!(snapshot(&host), before);
+    assert_eq!(snapshot(&host, None), before);
     std::fs::remove_dir_all(&host).unwrap();
     h.destroy(&lease).await;
     h.finish().await;
@@ -310,7 +293,7 @@ async fn following_a_link_loop_on_sync_out_fails_fast() {
     )
     .await;
     let host = tempfile_dir();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     for source in ["/paperclip-workspace/loop", "/paperclip-workspace/twice"] {
         let params = sync_out_dir(
             &h,
@@ -323,7 +306,7 @@ async fn following_a_link_loop_on_sync_out_fails_fast() {
             message(h.provider.sync_out(&params, &*h.sink).await),
             messages::sync_out_repeated_directory(source)
         );
-        assert_eq!(snapshot(&host), before, "{source}");
+        assert_eq!(snapshot(&host, None), before, "{source}");
     }
     // Excluded, the links are not walked (nor archived): the tree syncs.
     let params = sync_out_dir(
@@ -367,7 +350,7 @@ async fn a_sparse_file_over_the_bound_is_refused_without_filling_the_host() {
     .await;
     let host = tempfile_dir();
     std::fs::write(host.join("target"), b"before").unwrap();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     // 8 GiB go through the emulator before the cut: the config's default deadline (300 s), not
     // the harness's 60 s, on a busy machine.
     let params = h.params_with(json!({ "timeoutMs": 300_000 }), json!({
@@ -379,7 +362,7 @@ async fn a_sparse_file_over_the_bound_is_refused_without_filling_the_host() {
         message(h.provider.sync_out(&params, &*h.sink).await),
         messages::sync_out_file_too_large("/paperclip-workspace/sparse")
     );
-    assert_eq!(snapshot(&host), before);
+    assert_eq!(snapshot(&host, None), before);
     std::fs::remove_dir_all(&host).unwrap();
     h.destroy(&lease).await;
     h.finish().await;
@@ -400,7 +383,7 @@ async fn a_declared_length_over_the_bound_is_refused_before_anything_is_written(
     .await;
     let host = tempfile_dir();
     std::fs::write(host.join("keep"), b"before").unwrap();
-    let before = snapshot(&host);
+    let before = snapshot(&host, None);
     let declare = |bytes: u64| {
         h.fault(json!({"method": "GET", "path": "/v1/sandboxes/*/files",
             "action": {"kind": "declareLength", "bytes": bytes}}))
@@ -416,7 +399,7 @@ async fn a_declared_length_over_the_bound_is_refused_before_anything_is_written(
         message(h.provider.sync_out(&file, &*h.sink).await),
         messages::sync_out_file_too_large("/paperclip-workspace/d/f")
     );
-    assert_eq!(snapshot(&host), before);
+    assert_eq!(snapshot(&host, None), before);
 
     declare(sandbox_core::archive::EXTRACTION_LIMIT + 1);
     let dir = sync_out_dir(
@@ -430,7 +413,7 @@ async fn a_declared_length_over_the_bound_is_refused_before_anything_is_written(
         message(h.provider.sync_out(&dir, &*h.sink).await),
         messages::ARCHIVE_UNSAFE
     );
-    assert_eq!(snapshot(&host), before);
+    assert_eq!(snapshot(&host, None), before);
 
     // Within the bounds, the same downloads arrive.
     h.emu.clear_faults();

@@ -345,15 +345,6 @@ impl PodExec for NoPod {
 }
 
 fn mapping(root: String) -> impl Strategy<Value = Value> {
-    let host = prop_oneof![
-        Just(format!("{root}/file.txt")),
-        Just(format!("{root}/dir")),
-        Just(format!("{root}/missing")),
-        Just(format!("{root}/dir/../file.txt")),
-        Just("relative/path".to_owned()),
-        Just(String::new()),
-    ]
-    .prop_map(Value::String);
     let remote = prop_oneof![
         Just(json!("/workspace/x")),
         Just(json!("/workspace/../etc")),
@@ -364,12 +355,8 @@ fn mapping(root: String) -> impl Strategy<Value = Value> {
         SHAPE.any_json(),
     ];
     (
-        prop_oneof![
-            Just(json!("file")),
-            Just(json!("directory")),
-            SHAPE.any_json()
-        ],
-        prop_oneof![3 => host, 1 => SHAPE.any_json()],
+        SHAPE.mapping_kind(),
+        SHAPE.host_path_or_json(&root),
         remote,
         prop_oneof![Just(Value::Null), Just(json!(420)), SHAPE.any_json()],
         any::<bool>(),

@@ -4,12 +4,12 @@
 //! case asserts the catalogued refusal and that nothing outside the destination changed (a victim
 //! directory and the destination's parent are snapshotted around the call).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
 use sandbox_core::NullSink;
+use sandbox_core::hostile::snapshot;
 use serde_json::{Value, json};
 
 struct Lease {
@@ -54,36 +54,10 @@ impl Lease {
     }
 }
 
-/// Every path under `root` (not following links) with what it is: a link's target, a file's
-/// bytes, or a directory mark.
-fn snapshot(root: &Path, skip: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path == skip {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                format!("-> {}", std::fs::read_link(&path).unwrap().display())
-            } else if meta.is_dir() {
-                stack.push(path.clone());
-                "dir".to_owned()
-            } else {
-                format!("{:?}", std::fs::read(&path).unwrap())
-            };
-            out.insert(path, what);
-        }
-    }
-    out
-}
-
 /// Every link under `dest` resolves inside it (or dangles inside it).
 fn links_stay_inside(dest: &Path) {
     let real = std::fs::canonicalize(dest).unwrap();
-    for (path, what) in snapshot(dest, Path::new("/nonexistent")) {
+    for (path, what) in snapshot(dest, None) {
         if let (true, Ok(resolved)) = (what.starts_with("->"), std::fs::canonicalize(&path)) {
             assert!(resolved.starts_with(&real), "{} escapes", path.display());
         }
@@ -126,13 +100,13 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
             "Kubernetes syncOut refusing tarball link whose target escapes the extraction dir: ",
         ),
     ] {
-        let before = snapshot(host.path(), &out);
+        let before = snapshot(host.path(), Some(&out));
         let e = provider
             .sync_out(&sync_out(source, "directory", &out), &NullSink)
             .await
             .unwrap_err();
         assert!(e.message.starts_with(prefix), "{source}: {}", e.message);
-        assert_eq!(snapshot(host.path(), &out), before, "{source}");
+        assert_eq!(snapshot(host.path(), Some(&out)), before, "{source}");
         assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
     }
 
@@ -146,7 +120,7 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
             "mkdir -p /workspace/later/l && echo pwned > /workspace/later/l/pwned",
         )
         .await;
-    let before = snapshot(host.path(), &out);
+    let before = snapshot(host.path(), Some(&out));
     let e = provider
         .sync_out(&sync_out("/workspace/later", "directory", &out), &NullSink)
         .await
@@ -158,7 +132,7 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
             out.join("l").display()
         )
     );
-    assert_eq!(snapshot(host.path(), &out), before);
+    assert_eq!(snapshot(host.path(), Some(&out)), before);
     assert!(!victim.join("pwned").exists());
     std::fs::remove_file(out.join("l")).unwrap();
 

@@ -95,6 +95,41 @@ impl JsonShape {
     }
 }
 
+impl JsonShape {
+    /// A sync mapping's `kind`: `file`, `directory`, or arbitrary JSON.
+    pub fn mapping_kind(&'static self) -> impl Strategy<Value = Value> + Clone {
+        prop_oneof![
+            Just(Value::from("file")),
+            Just(Value::from("directory")),
+            self.any_json()
+        ]
+    }
+
+    /// A sync mapping's host path, three times in four one of [`host_path`]'s, else arbitrary
+    /// JSON.
+    pub fn host_path_or_json(
+        &'static self,
+        root: &str,
+    ) -> impl Strategy<Value = Value> + Clone + use<> {
+        prop_oneof![3 => host_path(root), 1 => self.any_json()]
+    }
+}
+
+/// A host path of a sync mapping that stays inside the [`SyncFixture`] at `root` (its file, its
+/// directory, a missing name, a `..` that ends inside) or is refused before any I/O (relative,
+/// empty), so that nothing outside the fixture is ever read or written.
+pub fn host_path(root: &str) -> impl Strategy<Value = Value> + Clone + use<> {
+    prop_oneof![
+        Just(format!("{root}/file.txt")),
+        Just(format!("{root}/dir")),
+        Just(format!("{root}/missing")),
+        Just(format!("{root}/dir/../file.txt")),
+        Just("relative/path".to_owned()),
+        Just(String::new()),
+    ]
+    .prop_map(Value::String)
+}
+
 /// Hook results that are a `Value` and those that are an `Option<Value>` alike.
 pub trait OptionLike {
     fn into_option(self) -> Option<Value>;

@@ -9,7 +9,9 @@
 //!
 //! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
 //! recorded golden vectors, `soak` drives the reliability soaks, `fuzz` holds the shared
-//! half of the property fuzzing and `poll` is the tests' one bounded wait on a condition.
+//! half of the property fuzzing, `poll` is the tests' one bounded wait on a condition,
+//! `hostile` the host-side checks of the hostile-sandbox suites and `hook_table` the check of
+//! the catalogue's hook names against a provider's table.
 
 pub mod archive;
 pub mod confined;
@@ -19,7 +21,11 @@ pub mod fuzz;
 #[cfg(feature = "testing")]
 pub mod golden;
 pub mod hook;
+#[cfg(feature = "testing")]
+pub mod hook_table;
 pub mod host;
+#[cfg(feature = "testing")]
+pub mod hostile;
 pub mod json_text;
 pub mod output_batch;
 #[cfg(feature = "testing")]

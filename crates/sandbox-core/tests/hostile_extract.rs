@@ -6,12 +6,13 @@
 //! show the directory-handle layer confines on its own.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use proptest::prelude::*;
 use sandbox_core::archive::{
     ArchiveError, extract_archive, extract_archive_skipping_specials, validate_archive,
 };
+use sandbox_core::hostile::snapshot;
 
 #[derive(Debug, Clone)]
 enum Forged {
@@ -84,42 +85,17 @@ impl Drop for Scene {
     }
 }
 
-fn snapshot(root: &Path, skip: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path == skip {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                format!("-> {}", std::fs::read_link(&path).unwrap().display())
-            } else if meta.is_dir() {
-                stack.push(path.clone());
-                "dir".into()
-            } else {
-                use std::os::unix::fs::MetadataExt;
-                format!("{:?} nlink={}", std::fs::read(&path).unwrap(), meta.nlink())
-            };
-            out.insert(path, what);
-        }
-    }
-    out
-}
-
 /// Nothing outside `dest` changed, every link inside resolves inside (or dangles), no FIFO or
 /// device was created, and no file inside shares an inode with one outside.
 fn assert_confined(scene: &Scene, before: &BTreeMap<PathBuf, String>) {
     let dest = scene.dest();
     assert_eq!(
-        &snapshot(&scene.0, &dest),
+        &snapshot(&scene.0, Some(&dest)),
         before,
         "outside the destination changed"
     );
     let real = std::fs::canonicalize(&dest).unwrap();
-    for path in snapshot(&dest, Path::new("/nonexistent")).keys() {
+    for path in snapshot(&dest, None).keys() {
         let meta = std::fs::symlink_metadata(path).unwrap();
         let ft = meta.file_type();
         use std::os::unix::fs::FileTypeExt;
@@ -136,7 +112,7 @@ fn assert_confined(scene: &Scene, before: &BTreeMap<PathBuf, String>) {
 
 fn run(entries: &[Forged], validated: bool, gnu: bool) -> Result<(), ArchiveError> {
     let scene = Scene::new();
-    let before = snapshot(&scene.0, &scene.dest());
+    let before = snapshot(&scene.0, Some(&scene.dest()));
     let archive = scene.0.join("archive.tar");
     std::fs::write(&archive, forge(entries)).unwrap();
     let before = {

@@ -124,6 +124,54 @@ async fn a_create_whose_outcome_is_unknown_is_found_by_its_name_and_deleted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookup_pages_through_the_whole_list() {
+    let h = Harness::start().await;
+    // Three sandboxes made before, and pages of two: the lost one is on the second page.
+    let mut others = Vec::new();
+    for run in ["a", "b", "c"] {
+        others.push(h.acquire(&h.params(json!({ "runId": run }))).await);
+    }
+    h.emu.settings().set_max_page_size(2);
+    h.clear_log();
+    h.fault(json!({"method": "POST", "path": "/v1/sandboxes", "action": {"kind": "drop", "after": true}}));
+    let error = h
+        .provider
+        .acquire_lease(&h.run_params(json!({})), &*h.sink)
+        .await
+        .unwrap_err();
+    assert_eq!(error.message, messages::CONNECTION_FAILED);
+    let calls = h.calls();
+    let pages: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.method == "GET" && c.path.starts_with("/sandboxes?"))
+        .map(|c| c.path.as_str())
+        .collect();
+    // The limit asked is the server's largest; the offset advances by what each page held.
+    assert_eq!(
+        pages,
+        [
+            "/sandboxes?limit=500&offset=0",
+            "/sandboxes?limit=500&offset=2"
+        ],
+        "{}",
+        show(&calls)
+    );
+    let name = name_of(&calls);
+    assert!(
+        !h.emu
+            .sandbox_views()
+            .iter()
+            .any(|v| v["name"] == json!(name)),
+        "the lost sandbox is deleted"
+    );
+    assert_eq!(h.emu.counts().sandboxes, 3);
+    for lease in &others {
+        h.destroy(lease).await;
+    }
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_cannot_be_reached_is_not_searched() {
     // Nothing listens here: the create never left, so nothing can have been made.
     let h = Harness::start().await;

@@ -115,6 +115,14 @@ fn unconfirmed_sandbox(message: &str) -> Option<&str> {
         .and_then(|(_, rest)| rest.strip_suffix('.'))
 }
 
+/// The sandbox ID of the probe's worker-log warning "CreateOS probe could not delete sandbox
+/// ${id}; …" (the probe itself rejects with the delete's own error).
+fn not_deleted(line: &str) -> Option<&str> {
+    line.strip_prefix("CreateOS probe could not delete sandbox ")
+        .and_then(|rest| rest.split_once(';'))
+        .map(|(id, _)| id)
+}
+
 /// The sandbox name of "CreateOS sandbox creation could not be confirmed … delete the sandbox
 /// named ${name} if it exists."
 fn unconfirmed_name(message: &str) -> Option<&str> {
@@ -128,7 +136,7 @@ fn unconfirmed_name(message: &str) -> Option<&str> {
 async fn destroy_named_orphan(h: &Harness, seed: u64, message: &str) -> bool {
     h.emu.clear_faults();
     h.emu.settings().set_transition_delay(Duration::ZERO);
-    let ids: Vec<String> = if let Some(id) = unconfirmed_sandbox(message) {
+    let ids: Vec<String> = if let Some(id) = unconfirmed_sandbox(message).or(not_deleted(message)) {
         vec![id.to_owned()]
     } else if let Some(name) = unconfirmed_name(message) {
         h.emu
@@ -353,6 +361,7 @@ async fn shutdown_mid_probe(h: &Harness, rng: &mut SoakRng, tally: &mut Tally, s
     }
     let slow = h.fault(rule);
     let params = h.params(json!({}));
+    let logged_before = h.sink.logs.lock().unwrap().len();
     let probe = worker.probe(&params, &*h.sink);
     let stop = async {
         // Shut down once the slow reply is awaited (or, failing that, after 10 s).
@@ -381,7 +390,12 @@ async fn shutdown_mid_probe(h: &Harness, rng: &mut SoakRng, tally: &mut Tally, s
         }
         Err(error) => {
             tally.failed(seed, "probe during shutdown", &error.message);
-            if destroy_named_orphan(h, seed, &error.message).await {
+            // The probe rejects with its delete's own error; its warning names the sandbox.
+            let warned = h.sink.logs.lock().unwrap()[logged_before..]
+                .iter()
+                .find_map(|(_, line)| not_deleted(line).map(|_| line.clone()));
+            let named = warned.as_deref().unwrap_or(&error.message);
+            if destroy_named_orphan(h, seed, named).await {
                 tally.unconfirmed += 1;
             }
         }

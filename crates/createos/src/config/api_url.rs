@@ -26,9 +26,9 @@ const ALLOWED_PATHS: [&str; 4] = ["", "/", "/v1", "/v1/"];
 /// `https://api.sb.createos.sh:443/v1` gives `https://api.sb.createos.sh`.
 ///
 /// The answer for the last text seen on this thread is kept: a host validates and uses the same
-/// config over and over, and the WHATWG parse (host parsing, IDNA or IPv4 serialisation) was
-/// ~4,000 instructions of a ~42,000-instruction validate call (bench/profile/README.md §2,
-/// round 7). The answer depends on the text alone, so a kept one is always the same answer.
+/// config over and over, and the WHATWG parse (host parsing, IDNA or IPv4 serialisation)
+/// measured ~4,000 instructions of a ~42,000-instruction validate call. The answer depends on
+/// the text alone, so a kept one is always the same answer.
 pub(crate) fn api_origin(text: &str) -> Result<String, ProviderError> {
     thread_local! {
         static LAST: RefCell<Option<(String, Result<String, &'static str>)>> =

@@ -7,15 +7,18 @@ use sandbox_core::{ErrorClass, ProviderError};
 
 use crate::messages;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The original's `CreateosApiError`: the message names the status and a fixed label, never
     /// the path, the body or the URL.
+    #[error("{}", messages::request_failed(*status, label))]
     Api { status: u16, label: &'static str },
     /// The request never left this process (the pacer's wait was aborted, or no connection
     /// could be made), with its exact message: the service cannot have acted on it.
+    #[error("{}", .0.message)]
     Unsent(ProviderError),
     /// Every other failure, with its exact message.
+    #[error("{}", .0.message)]
     Other(ProviderError),
 }
 
@@ -72,14 +75,3 @@ impl From<ProviderError> for Error {
         Error::Other(error)
     }
 }
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Api { status, label } => f.write_str(&messages::request_failed(*status, label)),
-            Error::Unsent(error) | Error::Other(error) => f.write_str(&error.message),
-        }
-    }
-}
-
-impl std::error::Error for Error {}

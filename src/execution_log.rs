@@ -75,24 +75,14 @@ impl ToNapiValue for LogBatch {
     }
 }
 
-/// A chunk as a JS string: ASCII as Latin-1 (a plain copy), anything else through UTF-8.
+/// A chunk as a JS string (ASCII copied as Latin-1, anything else through UTF-8).
 ///
 /// # Safety
 /// `env` is the current env, on its JS thread, inside a handle scope.
 unsafe fn text_to_napi(env: sys::napi_env, text: &str) -> napi::Result<sys::napi_value> {
-    if !text.is_ascii() {
-        // SAFETY: `env` is the current env on its JS thread (this function's contract).
-        return unsafe { <&str>::to_napi_value(env, text) };
-    }
-    let mut value = std::ptr::null_mut();
-    // SAFETY: `env` as above; the pointer and length are `text`'s own bytes, borrowed for the
-    // call (V8 copies them), and ASCII bytes are the same characters read as Latin-1; `value`
-    // is a local the call writes one handle to.
-    let status = unsafe {
-        sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut value)
-    };
-    check(status, "the execution-log batch (string)")?;
-    Ok(value)
+    // SAFETY: `env` is the current env on its JS thread (this function's contract), which is
+    // `create_string`'s.
+    unsafe { crate::js_text::create_string(env, text) }
 }
 
 /// The bound `ctx.execution.log` of one execute call, as plugin-kit hands it to Rust: called with

@@ -108,6 +108,39 @@ pub fn prop<'a>(target: Option<&'a Value>, key: &str) -> Option<&'a Value> {
     target.and_then(Value::as_object).and_then(|m| m.get(key))
 }
 
+/// `target?.[key] ?? fallback`, the fallback left to the caller: `None` for a missing key, a
+/// `null` value, or a target that is not an object (JS reads `undefined` from those). Unlike
+/// [`prop`], a `null` property reads as absent.
+pub fn prop_nullish<'a>(target: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    prop(target, key).filter(|v| !v.is_null())
+}
+
+/// [`prop_nullish`] as a string, when it is one.
+pub fn prop_str<'a>(target: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    prop_nullish(target, key).and_then(Value::as_str)
+}
+
+/// The elements of `value` if it is an array, else none: `Array.isArray(x) ? x : []`.
+pub fn array_items(value: Option<&Value>) -> &[Value] {
+    value.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// V8's `TypeError` text for calling something that is not a function: `${expression} is not a
+/// function` (e.g. `input.toLowerCase is not a function`).
+pub fn not_a_function(expression: &str) -> String {
+    format!("{expression} {NOT_A_FUNCTION}")
+}
+
+/// V8's `TypeError` text for spreading or iterating a value that is not iterable.
+pub fn not_iterable(expression: &str) -> String {
+    format!("{expression} {NOT_ITERABLE}")
+}
+
+/// How V8's not-a-function `TypeError` text ends (after the expression).
+pub const NOT_A_FUNCTION: &str = "is not a function";
+/// How V8's not-iterable `TypeError` text ends (after the expression).
+pub const NOT_ITERABLE: &str = "is not iterable";
+
 /// `value ?? null` for an optional string.
 pub fn opt_str(value: Option<&str>) -> Value {
     value.map_or(Value::Null, Value::from)
@@ -124,6 +157,29 @@ pub fn insert_defined(map: &mut Map<String, Value>, key: &str, value: Option<&Va
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn nullish_props_read_like_optional_chaining() {
+        let v = json!({"a": {"b": 1, "n": null, "s": "x"}, "list": [1, 2]});
+        assert_eq!(prop_nullish(prop(Some(&v), "a"), "b"), Some(&json!(1)));
+        assert_eq!(prop_nullish(prop(Some(&v), "a"), "n"), None);
+        assert_eq!(prop(prop(Some(&v), "a"), "n"), Some(&Value::Null));
+        assert_eq!(prop_nullish(prop(Some(&v), "list"), "b"), None);
+        assert_eq!(prop_nullish(None, "a"), None);
+        assert_eq!(prop_str(prop(Some(&v), "a"), "s"), Some("x"));
+        assert_eq!(prop_str(prop(Some(&v), "a"), "b"), None);
+        assert_eq!(array_items(prop(Some(&v), "list")), &[json!(1), json!(2)]);
+        assert!(array_items(prop(Some(&v), "a")).is_empty());
+    }
+
+    #[test]
+    fn v8_type_error_texts() {
+        assert_eq!(
+            not_a_function("input.toLowerCase"),
+            "input.toLowerCase is not a function"
+        );
+        assert_eq!(not_iterable("params.args"), "params.args is not iterable");
+    }
 
     #[test]
     fn truthiness_follows_js() {

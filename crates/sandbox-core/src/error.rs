@@ -67,6 +67,17 @@ impl ProviderError {
             .with_class(ErrorClass::TypeError)
     }
 
+    /// V8's `TypeError` for calling `expression` when it is not a function, which the original
+    /// surfaced verbatim (a method of the wrong type: `value.includes is not a function`).
+    pub fn not_a_function(expression: &str) -> Self {
+        Self::new(js_compat::value::not_a_function(expression)).with_class(ErrorClass::TypeError)
+    }
+
+    /// V8's `TypeError` for iterating `expression` when it is not iterable.
+    pub fn not_iterable(expression: &str) -> Self {
+        Self::new(js_compat::value::not_iterable(expression)).with_class(ErrorClass::TypeError)
+    }
+
     pub fn with_code(mut self, code: i64) -> Self {
         self.code = Some(code);
         self

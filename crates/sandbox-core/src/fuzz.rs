@@ -182,11 +182,11 @@ pub fn node_pass_through(message: &str) -> Option<&'static str> {
         return Some("V8 TypeError text of an unguarded property read");
     }
     // `for…of` over a non-iterable (`params.operations`, `operation.files`).
-    if message.ends_with(" is not iterable") {
+    if message.ends_with(js_compat::value::NOT_ITERABLE) {
         return Some("V8 TypeError text of an unguarded for-of");
     }
     // A string/array method called on another type (`value.includes`).
-    if message.ends_with(" is not a function") {
+    if message.ends_with(js_compat::value::NOT_A_FUNCTION) {
         return Some("V8 TypeError text of a method call on the wrong type");
     }
     // ERR_INVALID_ARG_TYPE (`path.resolve(null)` in the original's sync).

@@ -12,6 +12,7 @@
 //! With no variables the last line reads `exec env  'cmd'` (two spaces).
 
 use js_compat::{json, value};
+use sandbox_core::ProviderError;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -141,12 +142,12 @@ pub fn script_for_params(params: &Value) -> Result<String> {
                 words.push(shell_quote(c.encode_utf8(&mut [0; 4]))?);
             }
         }
-        Some(_) => return Err(Error::type_error("params.args is not iterable")),
+        Some(_) => return Err(ProviderError::not_iterable("params.args").into()),
     }
     let cwd = match params.get("cwd") {
         cwd if !value::truthy(cwd) => None,
         Some(Value::String(cwd)) => Some(cwd.as_str()),
-        _ => return Err(Error::type_error("value.includes is not a function")),
+        _ => return Err(ProviderError::not_a_function("value.includes").into()),
     };
     render(&env, &words, cwd, None, None)
 }
@@ -155,7 +156,7 @@ pub fn script_for_params(params: &Value) -> Result<String> {
 fn quote_value(value: Option<&Value>) -> Result<String> {
     match value {
         Some(Value::String(text)) => shell_quote(text),
-        _ => Err(Error::type_error("value.includes is not a function")),
+        _ => Err(ProviderError::not_a_function("value.includes").into()),
     }
 }
 

@@ -22,10 +22,7 @@ pub const MAX_DATA_CHUNK: usize = 196_608;
 /// through, or failed on, follows the JS expression it used.
 fn checked_command(command: Option<&Value>) -> ProviderResult<&Vec<Value>> {
     let invalid = || ProviderError::new(messages::DUPLEX_COMMAND_INVALID);
-    let not_a_function = |what: &str| {
-        ProviderError::new(format!("{what} is not a function"))
-            .with_class(sandbox_core::ErrorClass::TypeError)
-    };
+    let not_a_function = ProviderError::not_a_function;
     match command {
         None => Err(ProviderError::cannot_read_properties("undefined", "length")),
         Some(Value::Null) => Err(ProviderError::cannot_read_properties("null", "length")),

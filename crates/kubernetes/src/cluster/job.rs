@@ -4,10 +4,10 @@ use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
 use super::error::{ClusterError, JOB_CREATED_WITHOUT_UID};
-use super::js_value::{array_items, prop, prop_str};
 use super::response::{created_uid, pick_pod_name};
 use super::status::{SandboxStatus, WorkloadPhase};
 use crate::cluster::ClusterApi;
+use js_compat::value::{array_items, prop_nullish, prop_str};
 use js_compat::{string, value};
 
 /// `createJob`: creates the Job and returns its UID.
@@ -38,11 +38,11 @@ pub async fn get_job_status<C: ClusterApi + ?Sized>(
 /// a `Failed=True` condition or any failed pod, then a `Complete=True` condition or any
 /// succeeded pod, then any active pod; otherwise Pending.
 pub fn map_job_status(job: &Value) -> SandboxStatus {
-    let status = prop(Some(job), "status");
+    let status = prop_nullish(Some(job), "status");
     // The counters are copied through as sent, 0 when absent.
-    let counter = |key: &str| prop(status, key).cloned().unwrap_or(json!(0));
+    let counter = |key: &str| prop_nullish(status, key).cloned().unwrap_or(json!(0));
     let (active, succeeded, failed) = (counter("active"), counter("succeeded"), counter("failed"));
-    let conditions = array_items(prop(status, "conditions"));
+    let conditions = array_items(prop_nullish(status, "conditions"));
     let condition_true = |kind: &str| {
         conditions.iter().find(|c| {
             prop_str(Some(c), "type") == Some(kind) && prop_str(Some(c), "status") == Some("True")
@@ -112,7 +112,9 @@ pub async fn find_pod_for_job<C: ClusterApi + ?Sized>(
             "labelSelector": format!("job-name={job_name}"),
         }))
         .await?;
-    let pods: Vec<&Value> = array_items(prop(Some(&list), "items")).iter().collect();
+    let pods: Vec<&Value> = array_items(prop_nullish(Some(&list), "items"))
+        .iter()
+        .collect();
     Ok(pick_pod_name(&pods))
 }
 

@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 use super::clock::{Clock, PollOptions};
 use super::error::{ClusterError, DESTROY_LEASE_FAILED};
 use super::job::{delete_job, find_pod_for_job, get_job_status};
-use super::js_value::prop;
 use super::sandbox_api_version::SandboxApiVersion;
 use super::sandbox_cr::{delete_sandbox_cr, find_pod_for_sandbox, wait_for_sandbox_ready};
 use super::status::WorkloadPhase;
 use crate::cluster::ClusterApi;
 use crate::config::Backend;
 use js_compat::value;
+use js_compat::value::prop_nullish;
 
 /// Why a lease cannot resume: its Sandbox custom resource is gone (B11 in the error reference).
 pub const SANDBOX_CR_GONE: &str = "Sandbox CR no longer exists";
@@ -152,9 +152,10 @@ async fn check_sandbox_resumable<C: ClusterApi + ?Sized>(
         }
         Err(err) => return Err(err.into()),
     };
-    let phase = prop(prop(Some(&pod), "status"), "phase");
-    let terminating =
-        value::truthy(prop(Some(&pod), "metadata").and_then(|m| m.get("deletionTimestamp")));
+    let phase = prop_nullish(prop_nullish(Some(&pod), "status"), "phase");
+    let terminating = value::truthy(
+        prop_nullish(Some(&pod), "metadata").and_then(|m| m.get("deletionTimestamp")),
+    );
     if phase.and_then(Value::as_str) != Some("Running") || terminating {
         let reason = pod_not_running_reason(&pod_name, terminating, phase);
         return Ok(ResumeCheckResult::not_resumable(reason));

@@ -27,7 +27,6 @@ mod connector;
 mod credentials;
 mod error;
 pub mod job;
-mod js_value;
 pub mod lease_lifecycle;
 pub mod pod_log;
 mod response;

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::error::ClusterError;
-use super::js_value::{array_items, prop};
 pub use crate::builders::sandbox_cr::{SANDBOX_GROUP, SANDBOX_PLURAL, SandboxApiVersion};
 use crate::cluster::ClusterApi;
+use js_compat::value::{array_items, prop_nullish};
 
 /// `isSandboxApiVersion`: the version recorded in a lease's metadata, if it is one this
 /// provider can address (anything else means: discover it again).
@@ -53,15 +53,15 @@ pub async fn discover_sandbox_api_version<C: ClusterApi + ?Sized>(
     cluster: &C,
 ) -> Result<SandboxApiVersion, ClusterError> {
     let list = cluster.get_api_versions().await?;
-    let group = array_items(prop(Some(&list), "groups"))
+    let group = array_items(prop_nullish(Some(&list), "groups"))
         .iter()
-        .find(|g| prop(Some(g), "name").and_then(Value::as_str) == Some(SANDBOX_GROUP))
+        .find(|g| prop_nullish(Some(g), "name").and_then(Value::as_str) == Some(SANDBOX_GROUP))
         .ok_or_else(|| ClusterError::Failed(group_not_served_message()))?;
     // A Set in the original: distinct versions, first-seen order. A version entry without a
     // string `version` contributes `undefined`, which joins as an empty string.
     let mut served: Vec<Option<String>> = Vec::new();
-    for entry in array_items(prop(Some(group), "versions")) {
-        let version = prop(Some(entry), "version").map(js_compat::value::to_string);
+    for entry in array_items(prop_nullish(Some(group), "versions")) {
+        let version = prop_nullish(Some(entry), "version").map(js_compat::value::to_string);
         if !served.contains(&version) {
             served.push(version);
         }

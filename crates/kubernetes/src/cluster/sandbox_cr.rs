@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
 use super::error::{ClusterError, SANDBOX_CREATED_WITHOUT_UID};
-use super::js_value::{array_items, prop, prop_str};
 use super::response::{created_uid, pick_pod_name};
 use super::sandbox_api_version::{SANDBOX_GROUP, SANDBOX_PLURAL, SandboxApiVersion};
 use super::status::{SandboxStatus, WorkloadPhase};
 use crate::cluster::ClusterApi;
+use js_compat::value::{array_items, prop_nullish, prop_str};
 use js_compat::{string, value};
 
 /// The pod label the agent-sandbox controller puts the Sandbox name in.
@@ -63,8 +63,8 @@ pub async fn create_sandbox_cr<C: ClusterApi + ?Sized>(
 
 /// `mapSandboxPhase`: a Sandbox CR's `status.phase` in Job terms.
 pub fn map_sandbox_phase(cr: &Value) -> SandboxStatus {
-    let status = prop(Some(cr), "status");
-    match prop(status, "phase")
+    let status = prop_nullish(Some(cr), "status");
+    match prop_nullish(status, "phase")
         .and_then(Value::as_str)
         .unwrap_or("Pending")
     {
@@ -74,7 +74,7 @@ pub fn map_sandbox_phase(cr: &Value) -> SandboxStatus {
             ..SandboxStatus::counted(WorkloadPhase::Running, 0, 0, 0)
         },
         "Failed" => {
-            let failed = array_items(prop(status, "conditions"))
+            let failed = array_items(prop_nullish(status, "conditions"))
                 .iter()
                 .find(|c| prop_str(Some(c), "type") == Some("Failed"));
             SandboxStatus {
@@ -113,7 +113,7 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
     name: &str,
 ) -> Result<Option<String>, ClusterError> {
     let cr = get_sandbox(cluster, version, namespace, name).await?;
-    if let Some(pod_name) = prop_str(prop(Some(&cr), "status"), "podName")
+    if let Some(pod_name) = prop_str(prop_nullish(Some(&cr), "status"), "podName")
         && !string::trim(pod_name).is_empty()
     {
         return Ok(Some(pod_name.to_string()));
@@ -124,7 +124,7 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
         .await
     {
         Ok(pod) => {
-            if let Some(pod_name) = prop(prop(Some(&pod), "metadata"), "name")
+            if let Some(pod_name) = prop_nullish(prop_nullish(Some(&pod), "metadata"), "name")
                 && value::truthy(Some(pod_name))
             {
                 return Ok(Some(value::to_string(pod_name)));
@@ -138,11 +138,11 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
     let list = cluster
         .list_namespaced_pod(json!({"namespace": namespace, "labelSelector": selector}))
         .await?;
-    let matching: Vec<&Value> = array_items(prop(Some(&list), "items"))
+    let matching: Vec<&Value> = array_items(prop_nullish(Some(&list), "items"))
         .iter()
         .filter(|pod| {
-            let labels = prop(prop(Some(pod), "metadata"), "labels");
-            prop(labels, SANDBOX_NAME_LABEL).and_then(Value::as_str) == Some(name)
+            let labels = prop_nullish(prop_nullish(Some(pod), "metadata"), "labels");
+            prop_nullish(labels, SANDBOX_NAME_LABEL).and_then(Value::as_str) == Some(name)
         })
         .collect();
     Ok(pick_pod_name(&matching))
@@ -225,8 +225,8 @@ fn condition_type(condition: &Value) -> Option<&str> {
 }
 
 fn readiness(cr: &Value) -> Readiness {
-    let status = prop(Some(cr), "status");
-    let conditions = array_items(prop(status, "conditions"));
+    let status = prop_nullish(Some(cr), "status");
+    let conditions = array_items(prop_nullish(status, "conditions"));
     let ready_condition = conditions
         .iter()
         .find(|c| condition_type(c) == Some("Ready"));
@@ -244,7 +244,7 @@ fn readiness(cr: &Value) -> Readiness {
         }
         _ => false,
     });
-    let phase = prop(status, "phase");
+    let phase = prop_nullish(status, "phase");
     let phase_is = |expected: &str| phase.and_then(Value::as_str) == Some(expected);
     let status_true = |c: Option<&Value>| prop_str(c, "status") == Some("True");
 
@@ -255,11 +255,11 @@ fn readiness(cr: &Value) -> Readiness {
         let mapped = map_sandbox_phase(cr);
         let reason = mapped
             .reason_value()
-            .or_else(|| prop(failed_condition, "reason"))
+            .or_else(|| prop_nullish(failed_condition, "reason"))
             .map_or_else(|| "unknown reason".to_string(), value::to_string);
         let message = mapped
             .message_value()
-            .or_else(|| prop(failed_condition, "message"))
+            .or_else(|| prop_nullish(failed_condition, "message"))
             .map_or_else(String::new, value::to_string);
         return Readiness::Failed { reason, message };
     }

@@ -10,7 +10,7 @@ use crate::hooks::parse_config_for_hook;
 use crate::lease::egress_warnings::acquire_console_warning;
 use crate::lease::expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
 use crate::lease::namespace::derive_tenant_namespace;
-use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
+use sandbox_core::{ProviderError, ProviderResult};
 
 /// A Job's deadline counts from its start and the job backend has no exec channel for the login
 /// PTY that requests deadlines, so it cannot honour one.
@@ -82,14 +82,14 @@ pub(crate) fn tenant_namespace(
                 "toLowerCase",
             ))
         }
-        Some(_) => Err(ProviderError::new("input.toLowerCase is not a function")
-            .with_class(ErrorClass::TypeError)),
+        Some(_) => Err(ProviderError::not_a_function("input.toLowerCase")),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sandbox_core::ErrorClass;
     use serde_json::json;
 
     const NOW: f64 = 1_767_225_600_000.0;

@@ -13,7 +13,6 @@ use tokio::sync::watch;
 
 use super::envelope::ApiError;
 use super::journal::{Chunk, Evicted, Journal};
-use super::state::{App, Sandbox};
 use super::util::{new_id, rfc3339};
 use crate::sandbox_runner::{ExitInfo, IoMode, Launched, LaunchedIo, ProcessTree, PtyMaster};
 
@@ -40,20 +39,26 @@ pub struct ManagedProcess {
 }
 
 impl ManagedProcess {
-    /// Starts `argv` in `sb` and registers it; output pumping runs until the tree has exited.
-    pub fn start(
-        app: &App,
-        sb: &Arc<Sandbox>,
-        argv: Vec<String>,
-        cwd: Option<&str>,
-        env: &[(String, String)],
-        pty: Option<(u16, u16)>,
-    ) -> Result<Arc<ManagedProcess>, ApiError> {
-        let io = match pty {
+    /// The I/O a process of this kind is launched with.
+    pub fn io_mode(pty: Option<(u16, u16)>) -> IoMode {
+        match pty {
             Some((cols, rows)) => IoMode::Pty { cols, rows },
             None => IoMode::Pipes { stdin: true },
-        };
-        let (launched, guard) = app.launch(sb, argv.clone(), cwd, env, io)?;
+        }
+    }
+
+    /// Takes over a launched process: its output is journaled (at most `journal_limit` bytes
+    /// kept, read in pieces of `chunk`) until the tree has exited, then `guard` (whatever keeps
+    /// the tree registered with its sandbox) is dropped. The caller registers the process with
+    /// its sandbox, so this module needs nothing of the sandbox's.
+    pub fn adopt(
+        launched: Launched,
+        guard: impl Send + 'static,
+        argv: Vec<String>,
+        pty: bool,
+        journal_limit: usize,
+        chunk: usize,
+    ) -> Arc<ManagedProcess> {
         let Launched { tree, io, child } = launched;
         let (input, outputs) = match io {
             LaunchedIo::Pipes {
@@ -68,20 +73,15 @@ impl ManagedProcess {
         };
         let process = Arc::new(ManagedProcess {
             id: new_id("proc"),
-            pty: pty.is_some(),
+            pty,
             argv,
             created_at: SystemTime::now(),
             tree,
-            journal: Mutex::new(Journal::new(app.opts.journal_limit_bytes)),
+            journal: Mutex::new(Journal::new(journal_limit)),
             changed: watch::Sender::new(0),
             exit: Mutex::new(None),
             input: tokio::sync::Mutex::new(input),
         });
-        sb.processes
-            .lock()
-            .unwrap()
-            .insert(process.id.clone(), process.clone());
-        let chunk = app.opts.frame_bytes;
         let p = process.clone();
         tokio::spawn(async move {
             match outputs {
@@ -104,7 +104,7 @@ impl ManagedProcess {
             *p.exit.lock().unwrap() = Some(info);
             p.changed.send_modify(|v| *v += 1);
         });
-        Ok(process)
+        process
     }
 
     fn append(&self, stream: &'static str, data: Bytes) {

@@ -104,7 +104,11 @@ pub async fn create(
             "too many running processes in this sandbox",
         ));
     }
-    let p = ManagedProcess::start(&app, &sb, argv, cwd, &env, pty)?;
+    let io = ManagedProcess::io_mode(pty);
+    let (launched, guard) = app.launch(&sb, argv.clone(), cwd, &env, io)?;
+    let (journal_limit, chunk) = (app.opts.journal_limit_bytes, app.opts.frame_bytes);
+    let p = ManagedProcess::adopt(launched, guard, argv, pty.is_some(), journal_limit, chunk);
+    sb.processes.lock().unwrap().insert(p.id.clone(), p.clone());
     Ok(success(StatusCode::CREATED, p.view()))
 }
 

@@ -4,7 +4,8 @@
 # serviceaccount, resourcequota and job controllers). No scheduler, no kubelet, no nodes: pods
 # are admitted and stored, never run.
 #
-#   scripts/real-apiserver/control-plane.sh up [--dir DIR] [--crd FILE]...
+#   scripts/real-apiserver/control-plane.sh up [--dir DIR] [--crd FILE]... [--controllers LIST]
+#                                              [--apiserver-flag FLAG]...
 #
 # Prints one JSON line on stdout when everything is ready:
 #   {"dir":…,"server":"https://127.0.0.1:PORT","kubeconfig":…,"limitedKubeconfig":…,"pids":{…}}
@@ -13,6 +14,9 @@
 # Each --crd FILE (one CustomResourceDefinition, YAML or JSON) is created and waited for
 # (Established) before the controller manager starts, so its garbage collector watches it
 # from the start.
+# --controllers LIST (comma-separated) adds controllers to the controller manager's own list, and
+# each --apiserver-flag FLAG (`--name=value`) is passed to kube-apiserver: scripts/real-cluster
+# adds node-lifecycle-controller and root-ca-cert-publisher, and the kubelet's address type.
 #
 # Then it serves until its standard input reaches EOF (so it stops with the process that
 # started it, however that one ends) or it gets SIGINT/SIGTERM, or a component exits; then it
@@ -23,15 +27,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-usage() { echo "usage: $0 up [--dir DIR] [--keep] [--crd FILE]..." >&2; exit 2; }
+usage() { echo "usage: $0 up [--dir DIR] [--keep] [--crd FILE]... [--controllers LIST] [--apiserver-flag FLAG]..." >&2; exit 2; }
 [ "${1:-}" = up ] || usage
 shift
-dir="" keep=0 crds=()
+dir="" keep=0 crds=() extra_controllers="" apiserver_flags=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --crd) crds+=("$2"); shift 2 ;;
+    --controllers) extra_controllers=",$2"; shift 2 ;;
+    --apiserver-flag) apiserver_flags+=("$2"); shift 2 ;;
     *) usage ;;
   esac
 done
@@ -228,7 +234,8 @@ start kube-apiserver "$bin/kube-apiserver" \
   --service-account-signing-key-file "$pki/sa.key" \
   --service-cluster-ip-range 10.0.0.0/24 \
   --endpoint-reconciler-type none \
-  --profiling=false
+  --profiling=false \
+  ${apiserver_flags[@]+"${apiserver_flags[@]}"}
 wait_for kube-apiserver 180 api "$server/readyz"
 
 for crd in "${crds[@]}"; do
@@ -252,7 +259,8 @@ start kube-controller-manager "$bin/kube-controller-manager" \
   --bind-address 127.0.0.1 \
   --secure-port 0 \
   --leader-elect=false \
-  --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,resourcequota-controller,job-controller \
+  --controllers "namespace-controller,garbage-collector-controller,serviceaccount-controller,resourcequota-controller,job-controller$extra_controllers" \
+  --root-ca-file "$pki/ca.crt" \
   --concurrent-gc-syncs 5 \
   --profiling=false
 # The serviceaccount controller is up once `default` has its ServiceAccount.

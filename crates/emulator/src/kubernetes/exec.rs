@@ -29,7 +29,7 @@ use super::route::{Query, ResourceRequest};
 use super::state::App;
 use super::status::{KubeError, KubeResult};
 use super::store::{ObjKey, meta_str};
-use crate::sandbox_runner::{ExitInfo, IoMode, Launched, LaunchedIo, PtyMaster};
+use crate::sandbox_runner::{ExitInfo, IoMode, Launched, LaunchedIo, ProcessTree, PtyMaster};
 
 const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
@@ -300,6 +300,17 @@ fn stdin_pty_writer(master: Arc<PtyMaster>) -> mpsc::UnboundedSender<StdinMsg> {
     tx
 }
 
+/// The client went away before the command ended. A kubelet kills nothing then (exec has no
+/// kill, and closing the stream ends no command): the command's stdin reaches its end and its
+/// output pipes lose their reader (a later write fails with `EPIPE`), and it runs on. A terminal
+/// session is the exception here: its shell is killed, where a real node's would get `SIGHUP`
+/// from its closing terminal.
+fn client_gone(tree: &ProcessTree, tty: bool) {
+    if tty {
+        tree.kill();
+    }
+}
+
 async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultAction>) {
     let (mut sink, mut stream) = ws.split();
     let v5 = plan.protocol.as_deref() == Some("v5.channel.k8s.io");
@@ -443,7 +454,7 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
                 Some(Out::Frame(0xfe, _)) => {}
                 Some(Out::Frame(ch, data)) => {
                     if sink.send(frame(ch, &data)).await.is_err() {
-                        tree.kill();
+                        client_gone(&tree, pty.is_some());
                         return;
                     }
                     frames_sent += 1;
@@ -488,8 +499,7 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
                     }
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
-                    // The client went away before the command ended.
-                    tree.kill();
+                    client_gone(&tree, pty.is_some());
                     return;
                 }
                 Some(Ok(_)) => {}

@@ -1,7 +1,11 @@
 //! The "kubelet": every pod gets a private bubblewrap root (its own writable `/workspace`,
 //! `/tmp`, home and every `volumeMounts` path), its containers' environment resolved from
 //! `env`/`envFrom` (waiting for missing Secrets like a real kubelet), and, when the container
-//! has a command, that command really running; `pods/exec` runs in the same root.
+//! has a command, that command really running; `pods/exec` runs in the same root. Each
+//! container has one pid namespace, held open from the pod's start to its end: the container's
+//! command and every exec in it join that namespace, as `runc exec` joins a container, so an exec
+//! sees (and can signal) what earlier execs left running, and what a command leaves behind lives
+//! on after its exec until the pod ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -19,7 +23,7 @@ use super::status::{KubeError, KubeResult};
 use super::store::{ObjKey, meta_str};
 use super::util::now;
 use crate::sandbox_runner::{
-    ExitInfo, IoMode, LaunchSpec, Launched, LaunchedIo, ProcessTree, SandboxRoot,
+    ExitInfo, IoMode, LaunchSpec, Launched, LaunchedIo, PidNamespace, ProcessTree, SandboxRoot,
 };
 
 pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -40,6 +44,8 @@ pub struct PodRuntime {
     root: OnceLock<SandboxRoot>,
     containers: OnceLock<Vec<ContainerEnv>>,
     trees: Mutex<HashMap<u64, Arc<ProcessTree>>>,
+    /// Each container's pid namespace, by container name.
+    namespaces: Mutex<HashMap<String, PidNamespace>>,
     log: Mutex<Vec<u8>>,
     log_limit: usize,
     /// Set once the pod must run nothing more (deleted, failed, deadline).
@@ -69,6 +75,7 @@ impl PodRuntime {
             root: OnceLock::new(),
             containers: OnceLock::new(),
             trees: Mutex::new(HashMap::new()),
+            namespaces: Mutex::new(HashMap::new()),
             log: Mutex::new(Vec::new()),
             log_limit,
             stopped: AtomicBool::new(false),
@@ -108,6 +115,31 @@ impl PodRuntime {
         for t in self.trees.lock().unwrap().values() {
             t.kill();
         }
+        // Everything an exec left behind dies with its container's namespace.
+        for (_, mut ns) in self.namespaces.lock().unwrap().drain() {
+            ns.kill();
+        }
+    }
+
+    /// Starts the pid namespace of every container (on a runtime worker thread: see
+    /// [`crate::sandbox_runner::Bwrap::spawn_pid_namespace`]).
+    fn start_namespaces(&self, app: &App, containers: &[ContainerEnv]) -> std::io::Result<()> {
+        let root = self
+            .root
+            .get()
+            .ok_or_else(|| std::io::Error::other("pod is not running"))?;
+        for c in containers {
+            let path_only: Vec<(String, String)> =
+                c.env.iter().filter(|(k, _)| k == "PATH").cloned().collect();
+            let ns = app
+                .bwrap
+                .spawn_pid_namespace(root.path(), &self.key.name, &path_only)?;
+            self.namespaces.lock().unwrap().insert(c.name.clone(), ns);
+        }
+        if self.is_stopped() {
+            self.kill();
+        }
+        Ok(())
     }
 
     pub fn remove_root(&self) {
@@ -150,14 +182,24 @@ impl PodRuntime {
         } else {
             "/".to_string()
         };
-        let launched = app.bwrap.launch(LaunchSpec {
+        let spec = LaunchSpec {
             root: root.path(),
             hostname: &self.key.name,
             cwd: &cwd,
             env,
             argv,
             io,
-        })?;
+        };
+        let launched = {
+            let namespaces = self.namespaces.lock().unwrap();
+            let ns = namespaces.get(&container.name).ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "container {} has no running pid namespace",
+                    container.name
+                ))
+            })?;
+            app.bwrap.launch_in(spec, Some(ns.fd()))?
+        };
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let key = NEXT.fetch_add(1, Ordering::Relaxed);
         self.trees
@@ -653,6 +695,16 @@ async fn drive_pod(app: &Arc<App>, rt: &Arc<PodRuntime>, key: &ObjKey) -> Option
         return None;
     }
     let _ = rt.root.set(root);
+    if let Err(e) = rt.start_namespaces(app, &envs) {
+        let pod = current(app, key, &uid)?;
+        let msg = format!("failed to start the pod's pid namespaces: {e}");
+        set_status(
+            app,
+            key,
+            waiting_status(&pod, "CreateContainerError", Some(&msg)),
+        );
+        return None;
+    }
     let _ = rt.containers.set(envs.clone());
     if rt.is_stopped() {
         return None;

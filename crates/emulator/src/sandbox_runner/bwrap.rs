@@ -16,6 +16,18 @@ const SYSTEM_LINKS_OR_DIRS: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", 
 /// Host directories always bound read-only: programs, libraries and configuration.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/etc"];
 
+/// Which pid namespace a command runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PidMode {
+    /// A new one of its own (`--unshare-pid`).
+    Own,
+    /// A new one of its own, and bwrap writes `{"child-pid": N, …}` (N: the host pid of the
+    /// namespace's init) to the inherited descriptor `info_fd`, then closes it.
+    OwnReporting { info_fd: i32 },
+    /// The namespace open as the inherited descriptor `ns_fd` (`--pidns`).
+    Join { ns_fd: i32 },
+}
+
 /// A usable bubblewrap binary plus the host layout it mirrors into sandboxes.
 #[derive(Debug, Clone)]
 pub struct Bwrap {
@@ -67,7 +79,14 @@ impl Bwrap {
             .prepare_root(scratch.path())
             .map_err(|e| e.to_string())?;
         let mut cmd = Command::new(&bwrap.path);
-        cmd.args(bwrap.args(scratch.path(), "probe", "/", &[], &["/bin/true".into()]));
+        cmd.args(bwrap.args(
+            scratch.path(),
+            "probe",
+            "/",
+            &[],
+            &["/bin/true".into()],
+            PidMode::Own,
+        ));
         let out = cmd
             .output()
             .map_err(|e| format!("cannot run {}: {e}", bwrap.path.display()))?;
@@ -98,7 +117,8 @@ impl Bwrap {
         &self.path
     }
 
-    /// Arguments for running `argv` with `root` as the sandbox's writable `/`.
+    /// Arguments for running `argv` with `root` as the sandbox's writable `/`, in the pid
+    /// namespace `pid` says.
     pub fn args(
         &self,
         root: &Path,
@@ -106,6 +126,7 @@ impl Bwrap {
         cwd: &str,
         env: &[(String, String)],
         argv: &[String],
+        pid: PidMode,
     ) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::with_capacity(32 + env.len() * 3 + argv.len());
         let mut push = |s: &str| a.push(OsString::from(s));
@@ -123,9 +144,6 @@ impl Bwrap {
             "/proc",
             "--dev",
             "/dev",
-            // Own pid namespace: when the command exits, its namespace init dies and the kernel
-            // reaps every leftover background process, like a per-command process tree.
-            "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
             // Dies (and with it the namespace) if the emulator vanishes without cleaning up.
@@ -133,6 +151,22 @@ impl Bwrap {
             "--clearenv",
         ] {
             push(fixed);
+        }
+        match pid {
+            // Own pid namespace: when the command exits, its namespace init dies and the kernel
+            // reaps every leftover background process, like a per-command process tree.
+            PidMode::Own => push("--unshare-pid"),
+            PidMode::OwnReporting { info_fd } => {
+                push("--unshare-pid");
+                push("--info-fd");
+                push(&info_fd.to_string());
+            }
+            // Another command's namespace (no reaper of its own: the namespace's init adopts
+            // what the command leaves behind), as `runc exec` joins a container.
+            PidMode::Join { ns_fd } => {
+                push("--pidns");
+                push(&ns_fd.to_string());
+            }
         }
         push("--hostname");
         push(hostname);

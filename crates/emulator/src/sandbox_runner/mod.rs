@@ -13,10 +13,10 @@ mod procfs;
 mod root;
 mod spawn;
 
-pub use bwrap::{BWRAP_PACKAGE, Bwrap};
+pub use bwrap::{BWRAP_PACKAGE, Bwrap, PidMode};
 pub use exit::{ExitInfo, signal_from_name};
 pub use root::SandboxRoot;
-pub use spawn::{IoMode, LaunchSpec, Launched, LaunchedIo, ProcessTree, PtyMaster};
+pub use spawn::{IoMode, LaunchSpec, Launched, LaunchedIo, PidNamespace, ProcessTree, PtyMaster};
 
 /// Errors of the runner itself (not of the commands it runs, whose failures are exit codes).
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,7 @@
 //! Starting one command inside a sandbox root, with pipes or a PTY, and controlling its tree.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::Read;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -13,6 +14,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::Bwrap;
+use super::bwrap::PidMode;
 use super::procfs::session_members;
 
 /// How the command's standard streams are connected.
@@ -53,10 +55,34 @@ pub enum LaunchedIo {
 }
 
 impl Bwrap {
-    /// Starts `spec` as a new session led by bwrap, so the whole tree can be found and killed.
+    /// Starts `spec` as a new session led by bwrap, so the whole tree can be found and killed,
+    /// in a pid namespace of its own.
     pub fn launch(&self, spec: LaunchSpec<'_>) -> std::io::Result<Launched> {
+        self.launch_in(spec, None)
+    }
+
+    /// [`Bwrap::launch`], in the pid namespace `pidns` when given (the command and everything it
+    /// starts then live on after bwrap's child exits, adopted by that namespace's init, as in a
+    /// container).
+    pub fn launch_in(
+        &self,
+        spec: LaunchSpec<'_>,
+        pidns: Option<BorrowedFd<'_>>,
+    ) -> std::io::Result<Launched> {
+        let ns_fd = pidns.map(|fd| fd.as_raw_fd());
+        let mode = match ns_fd {
+            Some(ns_fd) => PidMode::Join { ns_fd },
+            None => PidMode::Own,
+        };
         let mut cmd = Command::new(self.path());
-        cmd.args(self.args(spec.root, spec.hostname, spec.cwd, &spec.env, &spec.argv));
+        cmd.args(self.args(
+            spec.root,
+            spec.hostname,
+            spec.cwd,
+            &spec.env,
+            &spec.argv,
+            mode,
+        ));
         cmd.env_clear();
         let mut master = None;
         match spec.io {
@@ -64,8 +90,9 @@ impl Bwrap {
                 cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
-                // SAFETY: only async-signal-safe calls between fork and exec.
-                unsafe { cmd.pre_exec(|| new_session(false)) };
+                // SAFETY: only async-signal-safe calls between fork and exec; `ns_fd` is open
+                // in the parent for the whole spawn (borrowed for this call).
+                unsafe { cmd.pre_exec(move || new_session(false).and_then(|()| inherit(ns_fd))) };
             }
             IoMode::Pty { cols, rows } => {
                 let size = Winsize {
@@ -80,8 +107,9 @@ impl Bwrap {
                 cmd.stdin(Stdio::from(pty.slave.try_clone()?))
                     .stdout(Stdio::from(pty.slave.try_clone()?))
                     .stderr(Stdio::from(pty.slave));
-                // SAFETY: only async-signal-safe calls between fork and exec.
-                unsafe { cmd.pre_exec(|| new_session(true)) };
+                // SAFETY: only async-signal-safe calls between fork and exec; `ns_fd` is open
+                // in the parent for the whole spawn (borrowed for this call).
+                unsafe { cmd.pre_exec(move || new_session(true).and_then(|()| inherit(ns_fd))) };
                 master = Some(pty.master);
             }
         }
@@ -120,6 +148,98 @@ fn new_session(controlling_tty: bool) -> std::io::Result<()> {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
     Ok(())
+}
+
+/// Runs in the forked child before exec: lets `fd` (if any) survive the exec.
+fn inherit(fd: Option<i32>) -> std::io::Result<()> {
+    if let Some(fd) = fd {
+        // SAFETY: fcntl on a descriptor number, async-signal-safe; it changes only the child's
+        // descriptor table.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A pid namespace kept alive by a process of its own (bwrap's init and `sleep infinity`),
+/// for commands to join ([`Bwrap::launch_in`]): a container's namespace, which outlives each
+/// exec in it. Dropping it (or [`PidNamespace::kill`]) kills its holder, and with the
+/// namespace's init every process still in it.
+pub struct PidNamespace {
+    holder: Child,
+    ns: std::fs::File,
+}
+
+impl PidNamespace {
+    /// The namespace, to pass to [`Bwrap::launch_in`].
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.ns.as_fd()
+    }
+
+    /// Kills the holder (bwrap's `--die-with-parent` takes the namespace's init with it, and
+    /// the kernel then kills everything left in the namespace).
+    pub fn kill(&mut self) {
+        let _ = self.holder.start_kill();
+    }
+}
+
+impl Bwrap {
+    /// Starts a new pid namespace in `root`, held open by `sleep infinity`, as the pause
+    /// process of a container. Must be called on a thread that lives as long as the namespace
+    /// (a runtime worker, not a blocking-pool thread): the holder dies with the thread that
+    /// started it (`PR_SET_PDEATHSIG`). Blocks for bwrap's set-up (milliseconds).
+    pub fn spawn_pid_namespace(
+        &self,
+        root: &Path,
+        hostname: &str,
+        env: &[(String, String)],
+    ) -> std::io::Result<PidNamespace> {
+        let (info_read, info_write) =
+            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let info_fd = info_write.as_raw_fd();
+        let mut cmd = Command::new(self.path());
+        cmd.args(self.args(
+            root,
+            hostname,
+            "/",
+            env,
+            &["sleep".into(), "infinity".into()],
+            PidMode::OwnReporting { info_fd },
+        ));
+        cmd.env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        // SAFETY: only async-signal-safe calls between fork and exec; `info_write` is open in
+        // the parent until after the spawn.
+        unsafe { cmd.pre_exec(move || new_session(false).and_then(|()| inherit(Some(info_fd)))) };
+        let mut holder = cmd.spawn()?;
+        drop(cmd);
+        drop(info_write);
+        // bwrap writes the info and closes it once the namespace exists, or exits on failure:
+        // either way this read ends.
+        let mut info = String::new();
+        let read = std::fs::File::from(info_read).read_to_string(&mut info);
+        let child_pid = read.ok().and_then(|_| {
+            let value: serde_json::Value = serde_json::from_str(&info).ok()?;
+            value.get("child-pid")?.as_i64()
+        });
+        let ns = child_pid
+            .ok_or_else(|| {
+                std::io::Error::other(format!("bwrap reported no pid namespace: {info:?}"))
+            })
+            .and_then(|pid| std::fs::File::open(format!("/proc/{pid}/ns/pid")));
+        match ns {
+            Ok(ns) => Ok(PidNamespace { holder, ns }),
+            Err(error) => {
+                let _ = holder.start_kill();
+                Err(error)
+            }
+        }
+    }
 }
 
 fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {

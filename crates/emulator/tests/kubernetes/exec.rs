@@ -4,7 +4,9 @@
 use emulator::kubernetes::SettingsPatch;
 use serde_json::json;
 
-use crate::common::{PODS, running_pod, start};
+use futures_util::StreamExt;
+
+use crate::common::{PODS, eventually, running_pod, start};
 
 fn exec_path(pod: &str, argv: &[&str], extra: &str) -> String {
     let cmd: String = argv
@@ -232,5 +234,72 @@ async fn handshake_errors_are_status_responses() {
         log.iter()
             .any(|r| r.verb.as_deref() == Some("exec") && r.status == Some(404))
     );
+    emu.shutdown().await;
+}
+
+/// Runs `script` in pod `pod` (container `agent`) to its end; its stdout.
+async fn run(http: &crate::common::Http, pod: &str, script: &str) -> String {
+    let path = exec_path(pod, &["sh", "-c", script], "&stderr=true");
+    let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
+    let out = ex.collect().await;
+    assert_eq!(
+        out.status.as_ref().map(|s| s["status"].clone()),
+        Some(json!("Success")),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// As on a real node: the execs of one container share its pid namespace (one sees, and can
+/// signal, what another left running), and a client that goes away ends nothing (exec has no
+/// kill).
+#[tokio::test]
+async fn execs_share_the_containers_pid_namespace_and_a_closed_stream_kills_nothing() {
+    let (emu, http) = start(|_| {}).await;
+    running_pod(&http, "shared", &["sleep", "600"]).await;
+    // A command whose client goes away mid-run: its pid (in the pod) is its first output.
+    let path = exec_path("shared", &["sh", "-c", "echo $$; exec sleep 601"], "");
+    let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(20), ex.ws.next())
+        .await
+        .expect("the pid in time")
+        .expect("a frame")
+        .expect("a frame");
+    let data = first.into_data();
+    assert_eq!(data[0], 1, "stdout");
+    let pid: u32 = std::str::from_utf8(&data[1..])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    drop(ex);
+    // Another exec sees it, by its pid in the pod, and so does the container's own command:
+    // both are in the namespace, the exec's process with no parent in it (as `runc exec`).
+    let cmdline = format!("tr '\\0' ' ' < /proc/{pid}/cmdline");
+    assert_eq!(run(&http, "shared", &cmdline).await, "sleep 601 ");
+    let all = run(
+        &http,
+        "shared",
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done",
+    )
+    .await;
+    assert!(all.contains("sleep 600 \n"), "{all}");
+    // A background process outlives its exec too.
+    let bg: u32 = run(&http, "shared", "sleep 602 >/dev/null 2>&1 & echo $!")
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = format!("kill -0 {pid} && kill -0 {bg} && echo alive");
+    assert_eq!(run(&http, "shared", &alive).await, "alive\n");
+    // A third exec ends them.
+    run(&http, "shared", &format!("kill {pid} {bg}")).await;
+    let gone = format!("kill -0 {pid} 2>/dev/null || kill -0 {bg} 2>/dev/null || echo gone");
+    eventually(10, || {
+        let (http, gone) = (&http, gone.clone());
+        async move { (run(http, "shared", &gone).await == "gone\n").then_some(()) }
+    })
+    .await;
     emu.shutdown().await;
 }

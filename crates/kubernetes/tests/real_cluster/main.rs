@@ -1,0 +1,17 @@
+//! The Kubernetes provider against a real single-node cluster on this machine: containerd, runc,
+//! CNI, kubelet, kube-scheduler, the real control plane and the real kubernetes-sigs/agent-sandbox
+//! controller (v1.0.1, `agents.x-k8s.io/v1beta1`), started by `scripts/real-cluster/node.sh`
+//! (see `node`). Part of `cargo test --workspace`; it needs root, and builds the node's binaries
+//! and images into the cache the first time.
+//!
+//! - `node`: the harness (build if missing, one node per test process, the kubeconfig and the
+//!   image config to merge into a provider config);
+//! - `lifecycle`: the provider's hooks on the node, each test checking by listing that nothing
+//!   its lease made is left.
+
+mod lifecycle;
+mod node;
+// The raw-request helpers and bounded waits of the real control plane's tests.
+#[allow(dead_code)]
+#[path = "../real_apiserver/support.rs"]
+mod support;

@@ -1,0 +1,146 @@
+//! The real single-node cluster the tests run against, started once per test process by
+//! `scripts/real-cluster/node.sh` and shared by the tests: containerd, kubelet, scheduler, the
+//! control plane of `scripts/real-apiserver/control-plane.sh` and the kubernetes-sigs/agent-sandbox
+//! controller, with locally built images (no registry).
+//!
+//! Reuse: [`node`] hands out a started node (its admin kubeconfig, and [`Node::image_config`],
+//! the config keys that point the provider at the node's agent image). When the binaries or the
+//! images are not in the cache yet, [`node`] builds them first (`scripts/real-cluster/build.sh`,
+//! one build, cached outside the repository, with a progress line on stderr saying what and about
+//! how long). What cannot be had fails the test with the reason (not root, a missing Debian package:
+//! the script names what to install); nothing skips.
+//!
+//! The script runs until its standard input closes. The pipe to it is held in a static, so it
+//! closes when this test process exits however it exits (a failed test, a panic, a signal), and
+//! the script then stops every component and restores the host (mounts, cgroups, sysctls,
+//! iptables, interfaces).
+//!
+//! `PAPERCLIP_K8S_TEST_KUBECONFIG` (a kubeconfig file) points the tests at another cluster that
+//! has the agent-sandbox controller instead; `PAPERCLIP_K8S_TEST_IMAGE` is then the agent image
+//! (it must have `/usr/bin/tini`, `/bin/sh` and the tools of the provider's in-pod scripts).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::{Value, json};
+
+/// A running node (it lives as long as the test process).
+pub struct Node {
+    /// Admin (`system:masters`) kubeconfig YAML, the CA inline.
+    pub kubeconfig: String,
+    /// The agent image the node has (imported into containerd, never pulled).
+    pub agent_image: String,
+    /// The node's name (`None` for an external cluster).
+    pub node_name: Option<String>,
+    /// Held only so that the script's stdin stays open while this process runs.
+    _script: Option<Mutex<(Child, ChildStdin)>>,
+}
+
+impl Node {
+    /// The provider config keys that make the agent pods run the node's image (merge them into
+    /// the config): the default adapter's registry entry with `runtimeImage` replaced. Its tag
+    /// is not a floating one, so the pull policy is `IfNotPresent` and nothing is pulled.
+    pub fn image_config(&self) -> Value {
+        json!({"adapters": [{"adapterType": "claude_local", "runtimeImage": self.agent_image}]})
+    }
+
+    /// A provider config for this node: the kubeconfig inline, `company_slug`, `backend`, the
+    /// image keys of [`Node::image_config`], and `extra` merged over them.
+    pub fn provider_config(&self, company_slug: &str, backend: &str, extra: Value) -> Value {
+        let mut config = json!({"kubeconfig": self.kubeconfig, "companySlug": company_slug,
+            "backend": backend});
+        for (key, value) in self
+            .image_config()
+            .as_object()
+            .unwrap()
+            .iter()
+            .chain(extra.as_object().into_iter().flatten())
+        {
+            config[key] = value.clone();
+        }
+        config
+    }
+}
+
+static NODE: OnceLock<Node> = OnceLock::new();
+
+/// The node, started on first use (built first if needed).
+pub async fn node() -> &'static Node {
+    tokio::task::spawn_blocking(|| NODE.get_or_init(start))
+        .await
+        .expect("node start-up did not panic")
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn start() -> Node {
+    if let Ok(path) = std::env::var("PAPERCLIP_K8S_TEST_KUBECONFIG") {
+        let kubeconfig = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+            panic!("PAPERCLIP_K8S_TEST_KUBECONFIG={path} is unreadable: {error}")
+        });
+        let agent_image = std::env::var("PAPERCLIP_K8S_TEST_IMAGE").expect(
+            "PAPERCLIP_K8S_TEST_KUBECONFIG is set: PAPERCLIP_K8S_TEST_IMAGE must name the agent \
+             image (with /usr/bin/tini, /bin/sh and the tools of the in-pod scripts)",
+        );
+        return Node {
+            kubeconfig,
+            agent_image,
+            node_name: None,
+            _script: None,
+        };
+    }
+    build();
+    let script = repo_root().join("scripts/real-cluster/node.sh");
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .arg("up")
+        .env("PAPERCLIP_NODE_NO_BUILD", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("bash runs scripts/real-cluster/node.sh");
+    let stdin = child.stdin.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("node.sh stdout");
+    let ready: Value = match serde_json::from_str(&line) {
+        Ok(ready) => ready,
+        Err(_) => {
+            let status = child.wait().ok();
+            panic!(
+                "the real node did not start (node.sh exit {status:?}); its reason is on stderr above"
+            )
+        }
+    };
+    let kubeconfig_path = ready["kubeconfig"].as_str().expect("a kubeconfig path");
+    Node {
+        kubeconfig: std::fs::read_to_string(kubeconfig_path).expect("readable kubeconfig"),
+        agent_image: ready["images"]["agent"]
+            .as_str()
+            .expect("the agent image")
+            .to_string(),
+        node_name: ready["node"].as_str().map(String::from),
+        _script: Some(Mutex::new((child, stdin))),
+    }
+}
+
+/// Builds what is missing (a no-op when all is cached); the build's progress lines go to stderr.
+fn build() {
+    let script = repo_root().join("scripts/real-cluster/build.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .status()
+        .expect("bash runs scripts/real-cluster/build.sh");
+    assert!(
+        status.success(),
+        "building the real node's binaries and images failed ({status}); the reason is on stderr above"
+    );
+}

@@ -14,7 +14,7 @@
 //! back into the text.
 //!
 //! The other exception is an execute result carrying a large output string (CreateOS keeps up to
-//! 4 Mi characters of tail, Kubernetes all of it): as JSON text it would exist once more in Rust
+//! 4 Mi characters of tail, Kubernetes the last 8 MiB of each stream): as JSON text it would exist once more in Rust
 //! and once more in V8 before `JSON.parse` made the string the host gets, so such a result is
 //! built as an object instead, a large ASCII string handed to V8 without a copy
 //! ([`ExecuteOutcome`]).

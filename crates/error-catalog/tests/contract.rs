@@ -1,19 +1,12 @@
 //! The catalogue covers the contract exactly: every line of both contract files has exactly one
 //! entry, every contract entry is a contract line, and every addition is not.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
-
 use error_catalog::{Entry, Origin, Provider, Template, entries, explain, provider_entries};
+use std::collections::HashSet;
 
 fn contract_lines(file: &str) -> Vec<String> {
-    // The repository's copy of the contract (tests/data/contract), or `$PAPERCLIP_CONTRACT_DIR`
-    // (error-catalog has no dependency on sandbox-core, whose `golden::contract_file` reads the same).
-    let dir = match std::env::var_os("PAPERCLIP_CONTRACT_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/contract"),
-    };
-    let path = dir.join(file);
+    // The repository's copy of the contract (tests/data/contract), or `$PAPERCLIP_CONTRACT_DIR`.
+    let path = sandbox_core::golden::contract_file(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()

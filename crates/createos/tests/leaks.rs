@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use createos::messages;
+use sandbox_core::LogLevel;
 use sandbox_core::poll::poll;
 use serde_json::json;
 
@@ -419,15 +420,7 @@ async fn shutdown_during_a_probe_whose_delete_fails_logs_its_sandbox() {
     // The delete's own error, as the original rejected; the log names the sandbox.
     assert_eq!(probed.unwrap_err().message, messages::INVALID_JSON);
     let warning = messages::probe_sandbox_not_deleted(&id);
-    assert!(
-        h.sink
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(_, line)| *line == warning),
-        "{warning}"
-    );
+    assert!(h.sink.has_logged(LogLevel::Warn, &warning), "{warning}");
     h.destroy_named(&id).await;
     h.finish().await;
 }

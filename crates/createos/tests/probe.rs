@@ -133,15 +133,7 @@ async fn a_failed_final_delete_rejects_with_its_own_error_and_logs_the_sandbox()
     );
     // The worker log names what was left, for whoever deletes it.
     let warning = createos::messages::probe_sandbox_not_deleted(&id);
-    assert!(
-        h.sink
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(level, line)| *level == LogLevel::Warn && *line == warning),
-        "{warning}"
-    );
+    assert!(h.sink.has_logged(LogLevel::Warn, &warning), "{warning}");
     assert_eq!(
         error_catalog::explain(&warning).map(|e| e.code),
         Some("CREATEOS_PROBE_SANDBOX_NOT_DELETED")

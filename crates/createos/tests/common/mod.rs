@@ -322,6 +322,15 @@ impl Recorder {
         }
     }
 
+    /// Whether the worker log has `line` at `level`.
+    pub fn has_logged(&self, level: LogLevel, line: &str) -> bool {
+        self.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(l, logged)| *l == level && logged == line)
+    }
+
     pub fn assert_no_canary(&self) {
         for (_, line) in self.logs.lock().unwrap().iter() {
             no_canary(line);

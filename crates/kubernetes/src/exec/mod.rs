@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod exit_hints;
+pub mod group;
 mod tail;
 pub mod transport;
 pub mod tty;

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::command::sh_quote;
+use super::group;
 use super::tail::OutputTail;
 use crate::cluster::ApiError;
 use crate::cluster::{Redactor, api_error_from_kube};
@@ -57,6 +58,10 @@ pub struct ExecRequest {
     /// Keep only the last this-many bytes of each output stream (cut at a character boundary);
     /// the live tap still gets every chunk. `None`: keep everything.
     pub keep_tail_bytes: Option<usize>,
+    /// Run the command in a process group of its own recorded in this pid file, and end that
+    /// group when the exec fails after it started (see [`super::group`]). `None`: the argv
+    /// runs as it is, and a command that outlives its exec runs on.
+    pub pid_file: Option<String>,
 }
 
 impl ExecRequest {
@@ -71,11 +76,23 @@ impl ExecRequest {
             max_stdout_bytes: None,
             max_stderr_bytes: None,
             keep_tail_bytes: None,
+            pid_file: None,
         }
     }
 
-    /// The argv sent to the pod: with stdin, `/bin/sh -c "head -c <bytes> | <quoted argv>"`.
+    /// The argv sent to the pod: with stdin, `/bin/sh -c "head -c <bytes> | <quoted argv>"`;
+    /// with a [`pid_file`](Self::pid_file), that argv after [`group::group_argv`]'s wrapper.
     pub fn effective_argv(&self) -> Vec<String> {
+        let argv = self.command_argv();
+        match &self.pid_file {
+            Some(file) => group::group_argv(file, &argv),
+            None => argv,
+        }
+    }
+
+    /// The argv of the command itself (the original's whole argv): with stdin,
+    /// `/bin/sh -c "head -c <bytes> | <quoted argv>"`.
+    fn command_argv(&self) -> Vec<String> {
         if self.stdin.is_empty() {
             return self.argv.clone();
         }
@@ -435,7 +452,8 @@ pub async fn exec_in_pod(
     tap: Option<&OutputTap>,
 ) -> Result<ExecOutput, ExecError> {
     let argv = request.effective_argv();
-    let cmd0 = argv.first().cloned().unwrap_or_default();
+    // The command's own first word (the group wrapper's is always `/bin/sh`).
+    let cmd0 = request.command_argv().first().cloned().unwrap_or_default();
     let (pod, container) = (request.pod.as_str(), request.container.as_str());
     let on_timeout = || {
         ExecError::Timeout(exec_timeout_message(
@@ -445,7 +463,7 @@ pub async fn exec_in_pod(
             &cmd0,
         ))
     };
-    with_watchdog(request.timeout_ms, on_timeout, async {
+    let outcome = with_watchdog(request.timeout_ms, on_timeout, async {
         let has_stdin = !request.stdin.is_empty();
         let params = attach_params(container, has_stdin);
         let mut process =
@@ -496,7 +514,26 @@ pub async fn exec_in_pod(
             truncated: stdout.1 || stderr.1,
         })
     })
-    .await
+    .await;
+    match (outcome, request.pid_file.as_deref()) {
+        // The command may have started (the handshake was accepted) and may run on.
+        (Err(err), Some(file)) if !matches!(err, ExecError::Setup(_)) => {
+            end_group(client, redactor, request, file).await;
+            Err(err)
+        }
+        (outcome, _) => outcome,
+    }
+}
+
+/// The kill exec: signals the group recorded in `pid_file` ([`group::KILL_SCRIPT`]), bounded
+/// by [`group::KILL_EXEC_TIMEOUT_MS`]. Its own outcome changes nothing: the exec it cleans up
+/// after has already failed, and it has no message of its own to log, so a failed kill exec is
+/// ignored (docs/limits.md).
+async fn end_group(client: &kube::Client, redactor: &Redactor, failed: &ExecRequest, file: &str) {
+    let mut kill = ExecRequest::new(&failed.namespace, &failed.pod, group::kill_argv(file));
+    kill.container = failed.container.clone();
+    kill.timeout_ms = group::KILL_EXEC_TIMEOUT_MS;
+    let _ = Box::pin(exec_in_pod(client, redactor, &kill, None)).await;
 }
 
 /// Runs the output readers while the stdin `write` goes on beside them: the output decides when

@@ -247,6 +247,8 @@ impl KubernetesProvider {
             .map(|s| s.as_bytes().to_vec())
             .unwrap_or_default();
         request.timeout_ms = remaining;
+        // Ended (TERM, then KILL) when the deadline passes, instead of running on in the pod.
+        request.pid_file = Some(crate::exec::group::pid_file(&js_compat::uuid::random_uuid()));
         // The result must fit the host's reply line (128 MiB); the live output has it all.
         request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
 

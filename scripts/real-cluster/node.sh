@@ -170,6 +170,19 @@ teardown() {
   return 0
 }
 
+# The control plane of a node whose script was killed stops by itself (its stdin closes); in case
+# it did not, it is stopped by the pid saved in DIR/host/pids (if that pid still runs the script).
+stop_control_plane() {
+  local name pid
+  [ -f "$1/host/pids" ] || return 0
+  while read -r name pid; do
+    [ "$name" = control-plane ] || continue
+    { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q "control-plane.sh up --dir $1/" || continue
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done <"$1/host/pids"
+}
+
 if [ "${1:-}" = down ]; then
   [ $# -eq 2 ] || usage
   [ "$(id -u)" = 0 ] || die "must run as root"
@@ -177,6 +190,7 @@ if [ "${1:-}" = down ]; then
   dir=$(cd "$2" && pwd)
   exec 7>"$LOCK"
   flock 7
+  stop_control_plane "$dir"
   teardown "$dir"
   rm -rf "$dir"
   exit 0
@@ -242,6 +256,7 @@ if [ -f "$LAST" ]; then
   previous=$(cat "$LAST")
   if [ -d "$previous/host" ]; then
     say "cleaning up after the node in $previous, which was stopped before it could"
+    stop_control_plane "$previous"
     teardown "$previous"
     rm -rf "$previous"
   fi
@@ -341,7 +356,9 @@ start() {
   local name=$1
   shift
   (
-    exec 6>&-
+    # Not the host lock (fd 7; the containerd shims would hold it past the node) nor the control
+    # plane's stdin (fd 6).
+    exec 6>&- 7>&-
     for h in $(hierarchies); do echo "$BASHPID" >"$h/$CGROUP_NAME/host/cgroup.procs" 2>/dev/null || true; done
     exec setpriv --pdeathsig KILL -- "$@"
   ) >"$dir/logs/$name.log" 2>&1 </dev/null &
@@ -435,7 +452,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     max_conf_num = 1
 TOML
 start containerd containerd --config "$c/config.toml"
-ctr_() { ctr --address "$sock" -n k8s.io "$@"; }
+ctr_() { ctr --address "$sock" -n k8s.io "$@" 7>&-; }
 wait_for containerd 60 ctr_ version
 for image in pause agent; do
   ctr_ images import "$IMAGES_DIR/$image.tar" >>"$dir/logs/images.log" 2>&1 || fail "could not import the $image image" images
@@ -450,8 +467,9 @@ KUBE_BIN_DIR=$KUBE_BIN "$here/../real-apiserver/control-plane.sh" up --dir "$dir
   --crd "$AGENT_SANDBOX_CRDS/agents.x-k8s.io_sandboxes.yaml" \
   --controllers node-lifecycle-controller,root-ca-cert-publisher,ttl-after-finished-controller,pod-garbage-collector-controller \
   --apiserver-flag --kubelet-preferred-address-types=InternalIP \
-  <"$dir/control-plane.in" >"$dir/control-plane.out" 2>"$dir/logs/control-plane.log" &
+  <"$dir/control-plane.in" >"$dir/control-plane.out" 2>"$dir/logs/control-plane.log" 7>&- &
 CONTROL_PLANE_PID=$!
+echo "control-plane $CONTROL_PLANE_PID" >>"$dir/host/pids"
 exec 6>"$dir/control-plane.in"
 line=""
 deadline=$(($(date +%s) + 300))
@@ -469,7 +487,7 @@ json_field() { printf '%s' "$line" | grep -o "\"$1\":\"[^\"]*\"" | head -n 1 | c
 server=$(json_field server)
 kubeconfig=$(json_field kubeconfig)
 [ -n "$server" ] && [ -f "$kubeconfig" ] || fail "unexpected answer from control-plane.sh: $line"
-kubectl_() { "$KUBE_BIN/kubectl" --kubeconfig "$kubeconfig" --cache-dir "$dir/kubectl-cache" "$@"; }
+kubectl_() { "$KUBE_BIN/kubectl" --kubeconfig "$kubeconfig" --cache-dir "$dir/kubectl-cache" "$@" 6>&- 7>&-; }
 
 # --- scheduler, kubelet, agent-sandbox controller -------------------------------------------------
 start kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig "$kubeconfig" --leader-elect=false \
@@ -527,7 +545,7 @@ kill -0 "${pids[kube-scheduler]}" 2>/dev/null || fail "the scheduler exited" kub
 
 # --- ready ----------------------------------------------------------------------------------------
 exec 3<&0
-cat <&3 >/dev/null &
+setpriv --pdeathsig KILL -- cat <&3 >/dev/null 6>&- 7>&- &
 pids[stdin-watch]=$!
 exec 3<&-
 

@@ -8,6 +8,7 @@
 #
 #   scripts/real-cluster/node.sh up [--dir DIR] [--keep]
 #   scripts/real-cluster/node.sh down DIR      # restore the host after an `up` killed by SIGKILL
+#   scripts/real-cluster/node.sh check         # only the requirements (root, packages, cgroups)
 #
 # `up` prints one JSON line on stdout when the node is Ready and untainted:
 #   {"dir":…,"server":…,"kubeconfig":…,"node":…,"images":{"agent":…,"pause":…},
@@ -46,7 +47,7 @@ NODE_IP=${PAPERCLIP_NODE_IP:-10.213.255.1}
 HOST_PATHS="/var/lib/cni /var/lib/kubelet /var/log/containers /var/log/pods /run/containerd /var/run/netns /run/netns /run/mount"
 SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.ipv4.conf.all.route_localnet"
 
-usage() { echo "usage: $0 up [--dir DIR] [--keep] | $0 down DIR" >&2; exit 2; }
+usage() { echo "usage: $0 up [--dir DIR] [--keep] | $0 down DIR | $0 check" >&2; exit 2; }
 say() { echo "node.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -170,6 +171,39 @@ teardown() {
   return 0
 }
 
+# --- requirements: fail with what to install ----------------------------------------------------
+requirements() {
+  [ "$(id -u)" = 0 ] || die "must run as root (it starts containerd and a kubelet, and changes cgroups, mounts, iptables and sysctls); run it with sudo"
+  need=()
+  for pair in containerd:containerd runc:runc ctr:containerd iptables:iptables iptables-save:iptables \
+    ip:iproute2 findmnt:util-linux setpriv:util-linux flock:util-linux openssl:openssl curl:curl; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+  done
+  # (what the images are made of: scripts/real-cluster/images.sh)
+  [ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 || need+=(busybox-static)
+  [ -x /usr/bin/tini-static ] || need+=(tini)
+  [ -x /bin/dash ] || need+=(dash)
+  command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || need+=(gcc)
+  [ -n "$(find /usr/lib -name libc.a -print -quit 2>/dev/null)" ] || need+=(libc6-dev)
+  for plugin in bridge host-local loopback; do
+    [ -x "/usr/lib/cni/$plugin" ] || { need+=(containernetworking-plugins); break; }
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    die "missing: apt-get install $(printf '%s\n' "${need[@]}" | sort -u | tr '\n' ' ')"
+  fi
+  grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || die "the kernel has no overlay filesystem (containerd's overlayfs snapshotter needs it)"
+  if cgroup_v2; then
+    for c in cpu memory pids; do
+      grep -qw "$c" /sys/fs/cgroup/cgroup.controllers || die "cgroup v2 without the $c controller"
+    done
+  else
+    for c in cpu cpuacct cpuset memory pids freezer; do
+      awk -v c="$c" '$3 == "cgroup" && $4 ~ "(^|,)" c "(,|$)" { found = 1 } END { exit !found }' /proc/self/mounts ||
+        die "the cgroup v1 hierarchy $c is not mounted under /sys/fs/cgroup"
+    done
+  fi
+}
+
 # The control plane of a node whose script was killed stops by itself (its stdin closes); in case
 # it did not, it is stopped by the pid saved in DIR/host/pids (if that pid still runs the script).
 stop_control_plane() {
@@ -182,6 +216,11 @@ stop_control_plane() {
     for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   done <"$1/host/pids"
 }
+
+if [ "${1:-}" = check ]; then
+  requirements
+  exit 0
+fi
 
 if [ "${1:-}" = down ]; then
   [ $# -eq 2 ] || usage
@@ -207,30 +246,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# --- requirements: fail with what to install ----------------------------------------------------
-[ "$(id -u)" = 0 ] || die "must run as root (it starts containerd and a kubelet, and changes cgroups, mounts, iptables and sysctls); run it with sudo"
-need=()
-for pair in containerd:containerd runc:runc ctr:containerd iptables:iptables iptables-save:iptables \
-  ip:iproute2 findmnt:util-linux setpriv:util-linux flock:util-linux openssl:openssl curl:curl; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
-done
-for plugin in bridge host-local loopback; do
-  [ -x "/usr/lib/cni/$plugin" ] || { need+=(containernetworking-plugins); break; }
-done
-if [ ${#need[@]} -gt 0 ]; then
-  die "missing: apt-get install $(printf '%s\n' "${need[@]}" | sort -u | tr '\n' ' ')"
-fi
-grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || die "the kernel has no overlay filesystem (containerd's overlayfs snapshotter needs it)"
-if cgroup_v2; then
-  for c in cpu memory pids; do
-    grep -qw "$c" /sys/fs/cgroup/cgroup.controllers || die "cgroup v2 without the $c controller"
-  done
-else
-  for c in cpu cpuacct cpuset memory pids freezer; do
-    awk -v c="$c" '$3 == "cgroup" && $4 ~ "(^|,)" c "(,|$)" { found = 1 } END { exit !found }' /proc/self/mounts ||
-      die "the cgroup v1 hierarchy $c is not mounted under /sys/fs/cgroup"
-  done
-fi
+requirements
 
 # --- binaries and images --------------------------------------------------------------------
 if [ "${PAPERCLIP_NODE_NO_BUILD:-}" = 1 ]; then

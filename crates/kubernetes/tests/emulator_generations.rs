@@ -193,19 +193,27 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
         .into_iter()
         .rfind(|r| r.verb.as_deref() == Some("exec"))
         .unwrap();
-    assert!(
-        exec_request
-            .query
-            .as_deref()
-            .unwrap()
-            .contains("cd+%27%2Fworkspace%2Frepo%27")
-            || exec_request
-                .query
-                .as_deref()
-                .unwrap()
-                .contains("cd%20%27%2Fworkspace%2Frepo%27"),
-        "{:?}",
-        exec_request.query
+    // On the wire: G-exec2's `cd` wrapper, as the original's argv, inside the group wrapper
+    // that lets a timed-out command be ended (docs/wire-parity.md).
+    let query = exec_request.query.clone().unwrap();
+    let argv: Vec<String> = url::form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "command")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    let pid_file = argv[2]
+        .split(['\'', ' ', ';'])
+        .find(|w| w.starts_with("/tmp/paperclip-exec-") && w.ends_with(".pid"))
+        .unwrap_or_else(|| panic!("no pid file in {argv:?}"));
+    let original = [
+        "/bin/sh",
+        "-c",
+        "cd '/workspace/repo' && export FOO='bar'; exec 'sh' '-c' 'pwd; echo $FOO'",
+    ]
+    .map(String::from);
+    assert_eq!(
+        argv,
+        kubernetes::exec::group::group_argv(pid_file, &original),
+        "{query}"
     );
     let killed = provider
         .execute(

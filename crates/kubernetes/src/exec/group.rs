@@ -9,10 +9,13 @@
 //!
 //! The group comes from `setsid` (busybox and util-linux both have it): the wrapper shell runs
 //! it as a foreground child, which is never a process group leader, so `setsid` makes a new
-//! session and process group and execs the command in the same process (no fork, no early
-//! return), and the shell waits for it and passes its status on (`128 + N` for a signal). An
-//! image without `setsid` runs the command without a group of its own, and the file then names
-//! the command's pid alone: the kill reaches that process but not what it started.
+//! session and process group and execs an inner shell in the same process (no fork, no early
+//! return), which records its pid and execs the command; the wrapper waits for it and passes
+//! its status on (`128 + N` for a signal). An image without `setsid` runs the command without a
+//! group of its own, and the file then names the command's pid alone: the kill reaches that
+//! process but not what it started.
+
+use super::command::sh_quote;
 
 /// The pid file of one execute: `/tmp/paperclip-exec-<id>.pid`.
 pub fn pid_file(id: &str) -> String {
@@ -26,41 +29,39 @@ pub const KILL_GRACE_TENTHS: u32 = 20;
 /// hold a timed-out execute longer than this.
 pub const KILL_EXEC_TIMEOUT_MS: u64 = 5_000;
 
-/// The group wrapper, run as `/bin/sh -c GROUP_SCRIPT /bin/sh <pid file> <argv…>`: runs `argv`
-/// in a process group of its own whose id it records in the pid file (as the `kill` target
-/// `-<pgid>`; without `setsid`, the pid), and removes the file once the command has ended. Its
-/// exit status is the command's. A file that cannot be written does not stop the command.
-pub const GROUP_SCRIPT: &str = r#"f=$1; shift; if command -v setsid >/dev/null 2>&1; then setsid /bin/sh -c '{ echo "-$$" > "$1"; } 2>/dev/null; shift; exec "$@"' /bin/sh "$f" "$@"; else /bin/sh -c '{ echo "$$" > "$1"; } 2>/dev/null; shift; exec "$@"' /bin/sh "$f" "$@"; fi; s=$?; rm -f "$f"; exit $s"#;
-
-/// The kill exec's script, run as `/bin/sh -c KILL_SCRIPT /bin/sh <pid file>`: nothing when the
-/// file is gone (the command ended); otherwise `TERM` to the recorded group, up to
-/// [`KILL_GRACE_TENTHS`] tenths of a second for it to end (whole seconds where `sleep` takes no
-/// fraction), `KILL`, and the file removed.
-pub const KILL_SCRIPT: &str = r#"f=$1; [ -f "$f" ] || exit 0; t=$(cat "$f"); if [ -n "$t" ]; then kill -TERM "$t" 2>/dev/null; n=0; while [ $n -lt 20 ] && kill -0 "$t" 2>/dev/null; do sleep 0.1 2>/dev/null || { sleep 1; n=$((n+9)); }; n=$((n+1)); done; kill -KILL "$t" 2>/dev/null; fi; rm -f "$f""#;
-
-/// The argv that runs `argv` (sent as it is, after the wrapper's own words) in a group recorded
-/// in `pid_file`.
+/// The group wrapper's argv, `["/bin/sh", "-c", W]`: W runs `argv` (the original's whole
+/// argv, each word quoted as `shQuote` quotes it) in a process group of its own whose id it
+/// records in `pid_file` (as the `kill` target `-<pgid>`; without `setsid`, the pid), and
+/// removes the file once the command has ended. Its exit status is the command's. A file that
+/// cannot be written does not stop the command. W takes no arguments of its own, so any
+/// `sh -c <script>` runs it.
+///
+/// `W = g=; command -v setsid >/dev/null 2>&1 && g=setsid; $g /bin/sh -c S /bin/sh "${g:+-}"; s=$?; rm -f 'F'; exit $s`,
+/// `S` being `{ echo "$1$$" > 'F'; } 2>/dev/null; exec 'argv0' 'argv1' …`, quoted.
 pub fn group_argv(pid_file: &str, argv: &[String]) -> Vec<String> {
-    let mut wrapped = vec![
-        "/bin/sh".to_string(),
-        "-c".into(),
-        GROUP_SCRIPT.into(),
-        "/bin/sh".into(),
-        pid_file.into(),
-    ];
-    wrapped.extend(argv.iter().cloned());
-    wrapped
+    let file = sh_quote(pid_file);
+    let words: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
+    let inner = format!(
+        r#"{{ echo "$1$$" > {file}; }} 2>/dev/null; exec {}"#,
+        words.join(" ")
+    );
+    let script = format!(
+        r#"g=; command -v setsid >/dev/null 2>&1 && g=setsid; $g /bin/sh -c {} /bin/sh "${{g:+-}}"; s=$?; rm -f {file}; exit $s"#,
+        sh_quote(&inner)
+    );
+    vec!["/bin/sh".into(), "-c".into(), script]
 }
 
-/// The kill exec's argv for the group recorded in `pid_file`.
+/// The kill exec's argv for the group recorded in `pid_file`, `["/bin/sh", "-c", K]`: K does
+/// nothing when the file is gone (the command ended); otherwise it sends `TERM` to the recorded
+/// group, waits up to [`KILL_GRACE_TENTHS`] tenths of a second for it to end (whole seconds where
+/// `sleep` takes no fraction), sends `KILL`, and removes the file.
 pub fn kill_argv(pid_file: &str) -> Vec<String> {
-    vec![
-        "/bin/sh".into(),
-        "-c".into(),
-        KILL_SCRIPT.into(),
-        "/bin/sh".into(),
-        pid_file.into(),
-    ]
+    let script = format!(
+        r#"f={}; [ -f "$f" ] || exit 0; t=$(cat "$f"); if [ -n "$t" ]; then kill -TERM "$t" 2>/dev/null; n=0; while [ $n -lt {KILL_GRACE_TENTHS} ] && kill -0 "$t" 2>/dev/null; do sleep 0.1 2>/dev/null || {{ sleep 1; n=$((n+9)); }}; n=$((n+1)); done; kill -KILL "$t" 2>/dev/null; fi; rm -f "$f""#,
+        sh_quote(pid_file)
+    );
+    vec!["/bin/sh".into(), "-c".into(), script]
 }
 
 #[cfg(test)]
@@ -72,20 +73,10 @@ mod tests {
         let file = pid_file("0b1c");
         assert_eq!(file, "/tmp/paperclip-exec-0b1c.pid");
         let argv: Vec<String> = vec!["sleep".into(), "it's 30".into()];
-        let wrapped = group_argv(&file, &argv);
-        assert_eq!(
-            wrapped[..4],
-            ["/bin/sh", "-c", GROUP_SCRIPT, "/bin/sh"].map(String::from)
-        );
-        assert_eq!(
-            wrapped[4..],
-            [file.clone(), argv[0].clone(), argv[1].clone()]
-        );
-        assert_eq!(
-            kill_argv(&file),
-            ["/bin/sh", "-c", KILL_SCRIPT, "/bin/sh", &file].map(String::from)
-        );
-        assert!(KILL_SCRIPT.contains(&format!("[ $n -lt {KILL_GRACE_TENTHS} ]")));
+        let group = r#"g=; command -v setsid >/dev/null 2>&1 && g=setsid; $g /bin/sh -c '{ echo "$1$$" > '\''/tmp/paperclip-exec-0b1c.pid'\''; } 2>/dev/null; exec '\''sleep'\'' '\''it'\''\'\'''\''s 30'\''' /bin/sh "${g:+-}"; s=$?; rm -f '/tmp/paperclip-exec-0b1c.pid'; exit $s"#;
+        assert_eq!(group_argv(&file, &argv), ["/bin/sh", "-c", group]);
+        let kill = r#"f='/tmp/paperclip-exec-0b1c.pid'; [ -f "$f" ] || exit 0; t=$(cat "$f"); if [ -n "$t" ]; then kill -TERM "$t" 2>/dev/null; n=0; while [ $n -lt 20 ] && kill -0 "$t" 2>/dev/null; do sleep 0.1 2>/dev/null || { sleep 1; n=$((n+9)); }; n=$((n+1)); done; kill -KILL "$t" 2>/dev/null; fi; rm -f "$f""#;
+        assert_eq!(kill_argv(&file), ["/bin/sh", "-c", kill]);
     }
 
     /// The wrapper, run by this machine's `/bin/sh`: the command's argv, stdin, output and

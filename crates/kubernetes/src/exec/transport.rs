@@ -525,7 +525,7 @@ pub async fn exec_in_pod(
     }
 }
 
-/// The kill exec: signals the group recorded in `pid_file` ([`group::KILL_SCRIPT`]), bounded
+/// The kill exec: signals the group recorded in `pid_file` ([`group::kill_argv`]), bounded
 /// by [`group::KILL_EXEC_TIMEOUT_MS`]. Its own outcome changes nothing: the exec it cleans up
 /// after has already failed, and it has no message of its own to log, so a failed kill exec is
 /// ignored (docs/limits.md).

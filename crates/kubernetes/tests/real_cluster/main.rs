@@ -8,7 +8,11 @@
 //!   image config to merge into a provider config);
 //! - `lifecycle`: the provider's hooks on the node, each test checking by listing that nothing
 //!   its lease made is left.
+//! - `harness`: the recording sink and the lease helper the tests below share;
+//! - `exec`: execute (streamed output, exit codes, cwd/env, stdin, timeouts).
 
+mod exec;
+mod harness;
 mod lifecycle;
 mod node;
 // The raw-request helpers and bounded waits of the real control plane's tests.

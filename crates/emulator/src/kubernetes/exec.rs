@@ -4,6 +4,7 @@
 //! stdin); the status channel carries a `metav1.Status` with the exit code. The command runs
 //! for real in the pod's bubblewrap root.
 
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -179,8 +180,9 @@ pub fn upgrade(
     Ok(resp)
 }
 
-/// The exit status the kubelet reports on channel 3.
-pub fn exit_status(argv: &[String], code: i32) -> Value {
+/// The exit status a real node reports on channel 3 (through the API server's stream
+/// translation, for v4 and v5 alike).
+pub fn exit_status(code: i32) -> Value {
     if code == 0 {
         return json!({ "metadata": {}, "status": "Success" });
     }
@@ -188,24 +190,29 @@ pub fn exit_status(argv: &[String], code: i32) -> Value {
         "metadata": {},
         "status": "Failure",
         "message": format!(
-            "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
-            argv.join(" ")
+            "command terminated with non-zero exit code: command terminated with exit code {code}"
         ),
         "reason": "NonZeroExitCode",
         "details": { "causes": [{ "reason": "ExitCode", "message": code.to_string() }] },
     })
 }
 
-/// What the container runtime says when `argv[0]` cannot be executed.
+/// What a real node (containerd and runc) says when `argv0` cannot be executed: the error of
+/// the runtime's exec, which names the exec's random 64-hex id, wrapped twice as an internal
+/// error (once in `details.causes`).
 fn exec_failure(argv0: &str) -> Value {
+    let id: String = (0..4)
+        .map(|_| format!("{:016x}", RandomState::new().build_hasher().finish()))
+        .collect();
+    let cause = format!(
+        "Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"{id}\": OCI runtime exec failed: exec failed: unable to start container process: exec: \"{argv0}\": executable file not found in $PATH: unknown"
+    );
     json!({
         "metadata": {},
         "status": "Failure",
-        "message": format!(
-            "Internal error occurred: error executing command in container: failed to exec in container: failed to start exec: OCI runtime exec failed: exec failed: unable to start container process: exec: \"{argv0}\": executable file not found in $PATH: unknown"
-        ),
+        "message": format!("Internal error occurred: {cause}"),
         "reason": "InternalError",
-        "details": { "causes": [{ "message": format!("exec: \"{argv0}\": executable file not found in $PATH") }] },
+        "details": { "causes": [{ "message": cause }] },
         "code": 500,
     })
 }
@@ -231,6 +238,27 @@ fn frame(channel: u8, data: &[u8]) -> Message {
     v.push(channel);
     v.extend_from_slice(data);
     Message::Binary(Bytes::from(v))
+}
+
+/// The close a real node ends every session with, after the status frame.
+fn normal_close() -> Message {
+    Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }))
+}
+
+/// The channel of the empty frame a real API server sends first, before anything of the
+/// command (its stream translation opens the connection that way): the lowest channel the
+/// server writes, stdout if asked for, else stderr, else the status channel.
+fn hello_channel(plan: &ExecPlan) -> u8 {
+    if plan.stdout {
+        STDOUT
+    } else if plan.stderr {
+        STDERR
+    } else {
+        STATUS
+    }
 }
 
 enum Out {
@@ -313,6 +341,9 @@ fn client_gone(tree: &ProcessTree, tty: bool) {
 
 async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultAction>) {
     let (mut sink, mut stream) = ws.split();
+    if sink.send(frame(hello_channel(&plan), &[])).await.is_err() {
+        return;
+    }
     let v5 = plan.protocol.as_deref() == Some("v5.channel.k8s.io");
     let argv = effective_argv(&app, plan.argv.clone());
     let path_var = plan
@@ -330,7 +361,7 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
                 exec_failure(&plan.argv[0]).to_string().as_bytes(),
             ))
             .await;
-        let _ = sink.send(Message::Close(None)).await;
+        let _ = sink.send(normal_close()).await;
         return;
     }
     let io = if plan.tty {
@@ -346,7 +377,7 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
             let _ = sink
                 .send(frame(STATUS, status.to_string().as_bytes()))
                 .await;
-            let _ = sink.send(Message::Close(None)).await;
+            let _ = sink.send(normal_close()).await;
             return;
         }
     };
@@ -431,16 +462,11 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
     }
     loop {
         if !outputs_open && let Some(code) = exit_code {
-            let status = exit_status(&plan.argv, code);
+            let status = exit_status(code);
             let _ = sink
                 .send(frame(STATUS, status.to_string().as_bytes()))
                 .await;
-            let _ = sink
-                .send(Message::Close(Some(CloseFrame {
-                    code: CloseCode::Normal,
-                    reason: "".into(),
-                })))
-                .await;
+            let _ = sink.send(normal_close()).await;
             let _ = sink.flush().await;
             // Let the client see the close before the connection goes.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {

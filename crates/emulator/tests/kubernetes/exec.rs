@@ -45,10 +45,65 @@ async fn v5_carries_stdin_close_output_channels_and_the_exit_status() {
     assert_eq!(
         out.status.unwrap(),
         json!({ "metadata": {}, "status": "Failure",
-            "message": "command terminated with non-zero exit code: error executing command [sh -c cat; echo to-err >&2; exit 5], exit code 5",
+            "message": "command terminated with non-zero exit code: command terminated with exit code 5",
             "reason": "NonZeroExitCode",
             "details": { "causes": [{ "reason": "ExitCode", "message": "5" }] } })
     );
+    emu.shutdown().await;
+}
+
+/// As a real node (containerd, runc) answers: every session opens with an empty frame on the
+/// lowest channel the server writes, and a command that is not there gets the runtime's
+/// internal error (naming the exec's id) on the status channel, then a normal close.
+#[tokio::test]
+async fn a_missing_command_gets_the_runtimes_status_after_the_opening_frame() {
+    use tokio_tungstenite::tungstenite::Message;
+    let (emu, http) = start(|_| {}).await;
+    running_pod(&http, "nf", &["sleep", "600"]).await;
+    for (extra, hello) in [("", 1u8), ("&stdout=false&stderr=true", 2)] {
+        let path = exec_path("nf", &["no-such-command-here"], extra).replace(
+            "stdout=true&command=no-such-command-here&stdout=false",
+            "stdout=false&command=no-such-command-here",
+        );
+        let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
+        let mut frames = Vec::new();
+        let mut close = None;
+        while let Some(Ok(msg)) =
+            tokio::time::timeout(std::time::Duration::from_secs(20), ex.ws.next())
+                .await
+                .expect("frames in time")
+        {
+            match msg {
+                Message::Binary(b) => frames.push(b.to_vec()),
+                Message::Close(c) => close = c.map(|c| u16::from(c.code)),
+                _ => {}
+            }
+        }
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(frames[0], vec![hello], "the opening frame");
+        assert_eq!(frames[1][0], 3, "the status channel");
+        let status: serde_json::Value = serde_json::from_slice(&frames[1][1..]).unwrap();
+        let cause = status["details"]["causes"][0]["message"].as_str().unwrap();
+        let id = cause
+            .split("failed to start exec \"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap();
+        assert!(
+            id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+        assert!(cause.ends_with(
+            "exec: \"no-such-command-here\": executable file not found in $PATH: unknown"
+        ));
+        assert_eq!(
+            status,
+            json!({"metadata": {}, "status": "Failure", "reason": "InternalError", "code": 500,
+                "message": format!("Internal error occurred: {cause}"),
+                "details": {"causes": [{"message": cause}]}})
+        );
+        assert_eq!(close, Some(1000));
+    }
     emu.shutdown().await;
 }
 
@@ -261,12 +316,17 @@ async fn execs_share_the_containers_pid_namespace_and_a_closed_stream_kills_noth
     // A command whose client goes away mid-run: its pid (in the pod) is its first output.
     let path = exec_path("shared", &["sh", "-c", "echo $$; exec sleep 601"], "");
     let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
-    let first = tokio::time::timeout(std::time::Duration::from_secs(20), ex.ws.next())
-        .await
-        .expect("the pid in time")
-        .expect("a frame")
-        .expect("a frame");
-    let data = first.into_data();
+    // The first frame is the empty one on stdout that opens every session, as on a real node.
+    let mut next = async || {
+        tokio::time::timeout(std::time::Duration::from_secs(20), ex.ws.next())
+            .await
+            .expect("the pid in time")
+            .expect("a frame")
+            .expect("a frame")
+            .into_data()
+    };
+    assert_eq!(&next().await[..], &[1u8][..], "an empty stdout frame first");
+    let data = next().await;
     assert_eq!(data[0], 1, "stdout");
     let pid: u32 = std::str::from_utf8(&data[1..])
         .unwrap()

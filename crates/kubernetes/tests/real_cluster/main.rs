@@ -13,6 +13,7 @@
 
 mod exec;
 mod harness;
+mod conformance;
 mod lifecycle;
 mod node;
 // The raw-request helpers and bounded waits of the real control plane's tests.

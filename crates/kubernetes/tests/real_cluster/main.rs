@@ -9,8 +9,10 @@
 //! - `lifecycle`: the provider's hooks on the node, each test checking by listing that nothing
 //!   its lease made is left.
 //! - `harness`: the recording sink and the lease helper the tests below share;
-//! - `exec`: execute (streamed output, exit codes, cwd/env, stdin, timeouts).
+//! - `exec`: execute (streamed output, exit codes, cwd/env, stdin, timeouts);
+//! - `backends`: the Job backend, resume after the pod was deleted, a pod that never becomes ready.
 
+mod backends;
 mod exec;
 mod harness;
 mod conformance;

@@ -54,7 +54,6 @@ pub struct RealLease {
     pub provider: KubernetesProvider,
     pub admin: Client,
     pub config: Value,
-    pub backend: &'static str,
     /// `{providerLeaseId, metadata}` as the host passes it back.
     pub lease: Value,
     pub namespace: String,
@@ -87,7 +86,6 @@ impl RealLease {
             provider,
             admin,
             config,
-            backend,
         }
     }
 
@@ -115,12 +113,6 @@ impl RealLease {
             .await;
         assert_eq!(result["exitCode"], 0, "{script}: {result}");
         result["stdout"].as_str().unwrap().to_string()
-    }
-
-    /// Sync params: the lease and its operations.
-    pub fn sync_params(&self, operations: Value) -> Value {
-        json!({"config": self.config, "companyId": COMPANY, "lease": self.lease,
-            "operations": operations})
     }
 
     /// Release / destroy / resume params.

@@ -227,6 +227,21 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the in-sandbox command script's staged-stdin line",
     ),
     (
+        "kubernetes/src/exec/group.rs",
+        "g=; command -v setsid",
+        "the in-pod wrapper that runs an execute's command in a process group of its own",
+    ),
+    (
+        "kubernetes/src/exec/group.rs",
+        "{{ echo \"$1$$\" > {file}",
+        "the in-pod wrapper's inner script, which records the group and execs the command",
+    ),
+    (
+        "kubernetes/src/exec/group.rs",
+        "f={}; [ -f \"$f\" ] || exit 0",
+        "the in-pod kill script sent when an execute's deadline passes",
+    ),
+    (
         "createos/src/session/login.rs",
         "login_command=",
         "the login shell script",

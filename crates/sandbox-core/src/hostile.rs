@@ -38,3 +38,51 @@ pub fn snapshot(root: &Path, skip: Option<&Path>) -> BTreeMap<PathBuf, String> {
     }
     out
 }
+
+/// A tree a root agent builds in its sandbox with one ordinary shell command, holding a link
+/// that a sync-out of the tree must refuse: it escapes the destination, as text or only
+/// through a chain of links. Shared by the Kubernetes suites on the emulator's pods and on the
+/// real node.
+pub struct EscapingTree {
+    /// The directory the script makes, under the workspace; the sync-out source.
+    pub dir: &'static str,
+    /// The shell script, `{W}` standing for the workspace.
+    pub script: &'static str,
+    /// The refused link as the refusal names it (`member -> target`), where that is fixed.
+    pub refused: Option<&'static str>,
+}
+
+impl EscapingTree {
+    /// The script for the workspace `workspace`.
+    pub fn script(&self, workspace: &str) -> String {
+        self.script.replace("{W}", workspace)
+    }
+}
+
+/// The escaping trees: a link named `x -> y` (a listing parser splitting at its first ` -> `
+/// would read a harmless link), a chain confined only as text (`d -> .`, then `up -> d/..`,
+/// the destination's parent, then `v -> up/victim`), an absolute link to `/etc/passwd` and a
+/// `../../..` one level down.
+pub const ESCAPING_TREES: &[EscapingTree] = &[
+    EscapingTree {
+        dir: "named",
+        script: "mkdir -p {W}/named && ln -s /etc/passwd '{W}/named/x -> y'",
+        refused: None,
+    },
+    EscapingTree {
+        dir: "chain",
+        script: "mkdir -p {W}/chain && ln -s . {W}/chain/d && ln -s d/.. {W}/chain/up \
+                 && ln -s up/victim {W}/chain/v",
+        refused: None,
+    },
+    EscapingTree {
+        dir: "absolute",
+        script: "mkdir -p {W}/absolute && echo x > {W}/absolute/f && ln -s /etc/passwd {W}/absolute/passwd",
+        refused: Some("passwd -> /etc/passwd"),
+    },
+    EscapingTree {
+        dir: "updots",
+        script: "mkdir -p {W}/updots/d && echo x > {W}/updots/f && ln -s ../../.. {W}/updots/d/l",
+        refused: Some("d/l -> ../../.."),
+    },
+];

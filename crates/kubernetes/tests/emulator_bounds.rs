@@ -2,8 +2,9 @@
 //! early, outputs past the host's 128 MiB reply line), against the Kubernetes emulator:
 //! - an output too large for one reply line is cut to its tail, flagged `outputTruncated`, with
 //!   the exit code kept (24, 256 and 1,024 MiB);
-//! - 8 MiB of stdin to a command that exits without reading it: the exit status and the output
-//!   are taken as soon as the status arrives, not at the timeout;
+//! - 8 MiB of stdin to a command that exits without reading it, and 1 MB and 8 MiB to one that
+//!   reads 10 bytes: the exit status and the output are taken as soon as the status arrives,
+//!   not at the timeout;
 //! - an API server that accepts requests and never answers: acquire, release, destroy, resume
 //!   and probe each finish within their bound (`kubernetes::cluster::api_bound`) with
 //!   `K8S_API_TIMEOUT`, and an acquire cut after creating objects leaves nothing behind;
@@ -143,6 +144,27 @@ async fn a_command_that_exits_without_reading_its_stdin_returns_at_once() {
             "stdin": "y".repeat(3 * 1024 * 1024)}))
         .await;
     assert_eq!(read["stdout"].as_str().unwrap().trim(), "3145728", "{read}");
+    bed.emu.shutdown().await;
+}
+
+/// The real node's case (tests/real_cluster/stdin.rs): a command that reads 10 bytes of 1 MB
+/// and 8 MiB of stdin and exits answers its exact result at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_reads_part_of_its_stdin_answers_at_once() {
+    let bed = Bed::start().await;
+    for size in [1_000_000, 8 * 1024 * 1024] {
+        let started = std::time::Instant::now();
+        let result = bed
+            .execute(json!({"command": "sh",
+                "args": ["-c", "head -c 10; echo; echo done; echo err >&2"],
+                "stdin": "0123456789".repeat(size / 10), "timeoutMs": 120_000}))
+            .await;
+        assert_eq!(result["exitCode"], 0, "{size}: {result}");
+        assert_eq!(result["timedOut"], false, "{size}: {result}");
+        assert_eq!(result["stdout"], "0123456789\ndone\n", "{size}: {result}");
+        assert_eq!(result["stderr"], "err\n", "{size}: {result}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
     bed.emu.shutdown().await;
 }
 

@@ -975,7 +975,7 @@ async fn execute_fast_upload_acks_then_flushes_in_one_exec() {
     assert_eq!(request.stdin, b"aGVsbG8=");
     assert_eq!(
         request.effective_argv()[2],
-        "head -c 8 | '/bin/sh' '-c' 'mkdir -p '\\''/workspace/dir'\\'' && head -c 8 | base64 -d > '\\''/workspace/dir/f.bin'\\'''"
+        "head -c 8 | { '/bin/sh' '-c' 'mkdir -p '\\''/workspace/dir'\\'' && head -c 8 | base64 -d > '\\''/workspace/dir/f.bin'\\'''; s=$?; cat >/dev/null; exit $s; }"
     );
 
     // A flush whose exec fails is a timed-out result; release drops the lease's buffers.

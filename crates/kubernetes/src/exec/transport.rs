@@ -3,6 +3,8 @@
 //! stdin is never closed: every command that reads stdin is wrapped in `head -c <bytes>`, so it
 //! ends on its own, and the stdin writer is kept open until the command's status frame arrives
 //! (closing it would close the whole socket on the v4 protocol and lose the tail of the output).
+//! All `<bytes>` are read in the pod even when the command exits first (see
+//! [`ExecRequest::command_argv`]): a real node answers no status while its stdin copy is stuck.
 
 use std::time::Duration;
 
@@ -80,7 +82,8 @@ impl ExecRequest {
         }
     }
 
-    /// The argv sent to the pod: with stdin, `/bin/sh -c "head -c <bytes> | <quoted argv>"`;
+    /// The argv sent to the pod: with stdin, `/bin/sh -c "head -c <bytes> | { <quoted argv>; … }"`
+    /// ([`command_argv`](Self::command_argv));
     /// with a [`pid_file`](Self::pid_file), that argv after [`group::group_argv`]'s wrapper.
     pub fn effective_argv(&self) -> Vec<String> {
         let argv = self.command_argv();
@@ -91,7 +94,14 @@ impl ExecRequest {
     }
 
     /// The argv of the command itself (the original's whole argv): with stdin,
-    /// `/bin/sh -c "head -c <bytes> | <quoted argv>"`.
+    /// `/bin/sh -c "head -c <bytes> | { <quoted argv>; s=$?; cat >/dev/null; exit $s; }"`.
+    ///
+    /// The original's is `head -c <bytes> | <quoted argv>`. The `cat` after the command reads
+    /// whatever of the `<bytes>` it left (bounded: `head -c` ends the pipe after them), and the
+    /// exit status is the command's. Without it, a command that exits before reading all of its
+    /// stdin makes `head -c` die of `SIGPIPE`, nothing reads the rest, and on a real node
+    /// (containerd) the exec's stdin copy blocks and the status frame never comes: the execute
+    /// hangs until its timeout (docs/wire-parity.md).
     fn command_argv(&self) -> Vec<String> {
         if self.stdin.is_empty() {
             return self.argv.clone();
@@ -100,7 +110,11 @@ impl ExecRequest {
         vec![
             "/bin/sh".into(),
             "-c".into(),
-            format!("head -c {} | {}", self.stdin.len(), quoted.join(" ")),
+            format!(
+                "head -c {} | {{ {}; s=$?; cat >/dev/null; exit $s; }}",
+                self.stdin.len(),
+                quoted.join(" ")
+            ),
         ]
     }
 }
@@ -670,7 +684,11 @@ mod tests {
         request.stdin = "héllo".as_bytes().to_vec();
         assert_eq!(
             request.effective_argv(),
-            vec!["/bin/sh", "-c", "head -c 6 | 'cat' 'it'\\''s'"]
+            vec![
+                "/bin/sh",
+                "-c",
+                "head -c 6 | { 'cat' 'it'\\''s'; s=$?; cat >/dev/null; exit $s; }"
+            ]
         );
     }
 

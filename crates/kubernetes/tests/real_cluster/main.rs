@@ -18,6 +18,7 @@ mod harness;
 mod conformance;
 mod lifecycle;
 mod node;
+mod stdin;
 // The raw-request helpers and bounded waits of the real control plane's tests.
 #[allow(dead_code)]
 #[path = "../real_apiserver/support.rs"]

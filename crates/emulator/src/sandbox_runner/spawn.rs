@@ -162,13 +162,18 @@ fn inherit(fd: Option<i32>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A pid namespace kept alive by a process of its own (bwrap's init and `sleep infinity`),
+/// A pid namespace kept alive by a process of its own (bwrap's init and `cat` on a pipe from us),
 /// for commands to join ([`Bwrap::launch_in`]): a container's namespace, which outlives each
 /// exec in it. Dropping it (or [`PidNamespace::kill`]) kills its holder, and with the
 /// namespace's init every process still in it.
 pub struct PidNamespace {
     holder: Child,
     ns: std::fs::File,
+    /// The holder's stdin. The holder is `cat`, reading it: when this end closes (dropped, or
+    /// the emulator's process gone however it ended) the holder exits, and with it the
+    /// namespace. `PR_SET_PDEATHSIG` alone does not hold: bwrap changes its credentials as it
+    /// sets up, which clears the parent-death signal, and a holder outlived a killed test run.
+    _lifeline: Option<tokio::process::ChildStdin>,
 }
 
 impl PidNamespace {
@@ -186,7 +191,7 @@ impl PidNamespace {
 }
 
 impl Bwrap {
-    /// Starts a new pid namespace in `root`, held open by `sleep infinity`, as the pause
+    /// Starts a new pid namespace in `root`, held open by `cat` on a pipe from us, as the pause
     /// process of a container. Must be called on a thread that lives as long as the namespace
     /// (a runtime worker, not a blocking-pool thread): the holder dies with the thread that
     /// started it (`PR_SET_PDEATHSIG`). Blocks for bwrap's set-up (milliseconds).
@@ -205,11 +210,11 @@ impl Bwrap {
             hostname,
             "/",
             env,
-            &["sleep".into(), "infinity".into()],
+            &["cat".into()],
             PidMode::OwnReporting { info_fd },
         ));
         cmd.env_clear()
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true);
@@ -217,6 +222,7 @@ impl Bwrap {
         // the parent until after the spawn.
         unsafe { cmd.pre_exec(move || new_session(false).and_then(|()| inherit(Some(info_fd)))) };
         let mut holder = cmd.spawn()?;
+        let lifeline = holder.stdin.take();
         drop(cmd);
         drop(info_write);
         // bwrap writes the info and closes it once the namespace exists, or exits on failure:
@@ -233,7 +239,11 @@ impl Bwrap {
             })
             .and_then(|pid| std::fs::File::open(format!("/proc/{pid}/ns/pid")));
         match ns {
-            Ok(ns) => Ok(PidNamespace { holder, ns }),
+            Ok(ns) => Ok(PidNamespace {
+                holder,
+                ns,
+                _lifeline: lifeline,
+            }),
             Err(error) => {
                 let _ = holder.start_kill();
                 Err(error)

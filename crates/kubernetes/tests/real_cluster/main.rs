@@ -17,6 +17,7 @@ mod exec;
 mod harness;
 mod conformance;
 mod lifecycle;
+mod login;
 mod node;
 mod stdin;
 // The raw-request helpers and bounded waits of the real control plane's tests.

@@ -6,12 +6,16 @@ use crate::exec::command::sh_quote;
 
 use js_compat::path;
 
-/// `canonicalizerPreamble(quotedRoot)`.
+/// `canonicalizerPreamble(quotedRoot)`, with one change: each canonicaliser is chosen by
+/// trying it (`realpath -- /`) rather than by `command -v`. BusyBox's `realpath` (Alpine and
+/// other BusyBox-based images) takes `--` for a path and fails, so the original's choice made
+/// every sync there fail with exit 41 (`cannot resolve root`), although BusyBox's
+/// `readlink -f --` works; found on the real node, whose agent image is BusyBox-based.
 pub fn preamble(root: &str) -> Vec<String> {
     let quoted_root = sh_quote(root);
     let mut lines: Vec<String> = [
-        r#"if command -v realpath >/dev/null 2>&1; then _pc_resolve() { realpath -- "$1"; };"#,
-        r#"elif command -v readlink >/dev/null 2>&1; then _pc_resolve() { readlink -f -- "$1"; };"#,
+        r#"if realpath -- / >/dev/null 2>&1; then _pc_resolve() { realpath -- "$1"; };"#,
+        r#"elif readlink -f -- / >/dev/null 2>&1; then _pc_resolve() { readlink -f -- "$1"; };"#,
         r#"else echo "no path canonicalizer available" >&2; exit 40; fi;"#,
     ]
     .iter()
@@ -257,6 +261,42 @@ pub fn post_upload_wrapper(root: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `realpath` that takes `--` for a path (BusyBox's): the preamble tries it, finds it
+    /// fails and resolves with `readlink -f --` instead; with none that works, exit 40.
+    #[test]
+    fn a_realpath_that_refuses_dashdash_falls_back_to_readlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().unwrap();
+        let fake = |name: &str, body: &str| {
+            let path = bin.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        fake(
+            "realpath",
+            r#"[ "$1" = -- ] && { echo "realpath: --: No such file or directory" >&2; exit 1; }; exit 0"#,
+        );
+        let run = |root: &str| {
+            let script = format!("{}\necho \"$_pc_root\"", preamble(root).join("\n"));
+            let path = format!("{}:/usr/bin:/bin", bin.path().display());
+            std::process::Command::new("/bin/sh")
+                .args(["-c", &script])
+                .env("PATH", path)
+                .output()
+                .unwrap()
+        };
+        let out = run("/tmp/../tmp");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "/tmp\n");
+        fake("readlink", "exit 1");
+        let out = run("/tmp");
+        assert_eq!(out.status.code(), Some(40), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "no path canonicalizer available\n"
+        );
+    }
 
     #[test]
     fn modes_are_octal_padded() {

@@ -473,8 +473,11 @@ wait_for containerd 60 ctr_ version
 for image in pause agent; do
   ctr_ images import "$IMAGES_DIR/$image.tar" >>"$dir/logs/images.log" 2>&1 || fail "could not import the $image image" images
 done
-ctr_ images ls -q | grep -qx "$AGENT_IMAGE" || fail "the agent image $AGENT_IMAGE is not in containerd after the import" images
-ctr_ images ls -q | grep -qx "$PAUSE_IMAGE" || fail "the pause image $PAUSE_IMAGE is not in containerd after the import" images
+# The list read whole first: `ctr … | grep -q` under pipefail fails when grep exits at its match
+# before ctr has written the following lines (SIGPIPE).
+images=$(ctr_ images ls -q) || fail "could not list containerd's images" images
+grep -qx "$AGENT_IMAGE" <<<"$images" || fail "the agent image $AGENT_IMAGE is not in containerd after the import" images
+grep -qx "$PAUSE_IMAGE" <<<"$images" || fail "the pause image $PAUSE_IMAGE is not in containerd after the import" images
 
 # --- the control plane (one recipe: scripts/real-apiserver/control-plane.sh) ----------------------
 # It runs until its stdin (a FIFO whose write end only this script holds, on fd 6) closes.

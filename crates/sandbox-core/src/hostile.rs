@@ -1,7 +1,8 @@
 //! The host-side half of the hostile-sandbox suites (`tests/hostile_sync.rs` in each provider
 //! crate, `tests/hostile_extract.rs` here): what a host tree holds, taken before and after a
 //! hostile archive or sync, so that a test can say nothing outside the destination changed.
-//! Each suite keeps its own attacks; this is only the before-and-after.
+//! Each suite keeps its own attacks, except [`ESCAPING_TREES`], the pod trees the Kubernetes
+//! suites on the emulator and on the real node share.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;

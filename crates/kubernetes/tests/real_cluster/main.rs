@@ -20,6 +20,7 @@ mod lifecycle;
 mod login;
 mod node;
 mod stdin;
+mod sync;
 // The raw-request helpers and bounded waits of the real control plane's tests.
 #[allow(dead_code)]
 #[path = "../real_apiserver/support.rs"]

@@ -227,6 +227,11 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the in-sandbox command script's staged-stdin line",
     ),
     (
+        "kubernetes/src/exec/transport.rs",
+        "head -c {} | {{",
+        "the in-pod stdin wrapper (head -c, then the rest of stdin drained after the command)",
+    ),
+    (
         "kubernetes/src/exec/group.rs",
         "g=; command -v setsid",
         "the in-pod wrapper that runs an execute's command in a process group of its own",

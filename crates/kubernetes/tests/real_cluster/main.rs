@@ -13,9 +13,9 @@
 //! - `backends`: the Job backend, resume after the pod was deleted, a pod that never becomes ready.
 
 mod backends;
+mod conformance;
 mod exec;
 mod harness;
-mod conformance;
 mod lifecycle;
 mod login;
 mod node;

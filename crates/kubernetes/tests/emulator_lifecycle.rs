@@ -2,7 +2,6 @@
 //! the generated kubeconfig, pods/exec over websocket running real processes, faults.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use emulator::kubernetes::{
@@ -10,48 +9,10 @@ use emulator::kubernetes::{
 };
 use kubernetes::KubernetesProvider;
 use kubernetes::config::KubernetesConfig;
+use sandbox_core::OutputStream;
 use sandbox_core::poll::poll;
-use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
+use sandbox_core::recording_sink::RecordingSink;
 use serde_json::{Value, json};
-
-#[derive(Default)]
-struct RecordingSink {
-    logs: Mutex<Vec<(LogLevel, String)>>,
-    output: Mutex<Vec<(OutputStream, String)>>,
-}
-
-impl RecordingSink {
-    fn streamed(&self, stream: OutputStream) -> String {
-        let output = self.output.lock().unwrap();
-        output
-            .iter()
-            .filter(|(s, _)| *s == stream)
-            .map(|(_, c)| c.as_str())
-            .collect()
-    }
-
-    fn everything(&self) -> String {
-        format!(
-            "{:?}{:?}",
-            self.logs.lock().unwrap(),
-            self.output.lock().unwrap()
-        )
-    }
-}
-
-impl HostSink for RecordingSink {
-    fn log(&self, level: LogLevel, message: &str) {
-        self.logs.lock().unwrap().push((level, message.to_string()));
-    }
-    fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
-        self.output.lock().unwrap().push((stream, chunk));
-        Box::pin(async {})
-    }
-    fn login_output(&self, _: &str, _: &str, _: String) {}
-    fn login_exit(&self, _: &str, _: &str, _: Option<i32>) {}
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
-}
 
 const CANARY: &str = "canary-token-5d1c9e7a3b";
 const NS: &str = "paperclip-acme";

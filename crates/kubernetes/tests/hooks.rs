@@ -9,7 +9,8 @@ use kubernetes::cluster::{ApiError, ApiMethod, ClusterApi};
 use kubernetes::cluster::{ClusterConnector, Connection, PodExec};
 use kubernetes::config::KubernetesConfig;
 use kubernetes::exec::{ExecError, ExecOutput, ExecRequest, OutputTap};
-use sandbox_core::{BoxFuture, ErrorClass, HostSink, LogLevel, OutputStream};
+use sandbox_core::recording_sink::RecordingSink;
+use sandbox_core::{BoxFuture, ErrorClass, LogLevel, OutputStream};
 use serde_json::{Value, json};
 
 type ExecReply = Result<(Vec<(OutputStream, String)>, i64), ExecError>;
@@ -113,37 +114,6 @@ impl Harness {
     fn exec_requests(&self) -> Vec<ExecRequest> {
         self.connector.exec.requests.lock().unwrap().clone()
     }
-}
-
-#[derive(Default)]
-struct RecordingSink {
-    logs: Mutex<Vec<(LogLevel, String)>>,
-    output: Mutex<Vec<(OutputStream, String)>>,
-}
-
-impl RecordingSink {
-    fn streamed(&self, stream: OutputStream) -> String {
-        let output = self.output.lock().unwrap();
-        output
-            .iter()
-            .filter(|(s, _)| *s == stream)
-            .map(|(_, c)| c.as_str())
-            .collect()
-    }
-}
-
-impl HostSink for RecordingSink {
-    fn log(&self, level: LogLevel, message: &str) {
-        self.logs.lock().unwrap().push((level, message.to_string()));
-    }
-    fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
-        self.output.lock().unwrap().push((stream, chunk));
-        Box::pin(async {})
-    }
-    fn login_output(&self, _: &str, _: &str, _: String) {}
-    fn login_exit(&self, _: &str, _: &str, _: Option<i32>) {}
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
 }
 
 /// A cluster with an agent-sandbox controller that serves `versions` of the Sandbox API (what

@@ -31,6 +31,8 @@ pub mod output_batch;
 #[cfg(feature = "testing")]
 pub mod poll;
 #[cfg(feature = "testing")]
+pub mod recording_sink;
+#[cfg(feature = "testing")]
 pub mod soak;
 pub mod sparse;
 

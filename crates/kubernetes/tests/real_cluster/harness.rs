@@ -3,51 +3,16 @@
 //! the node with the hook parameters built for it and the check, by listing, that nothing of it
 //! is left after destroy.
 
-use std::sync::Mutex;
-
 use kube::Client;
 use kubernetes::KubernetesProvider;
-use sandbox_core::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
+pub use sandbox_core::recording_sink::RecordingSink;
+use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
 
 use crate::node::node;
 use crate::support::{client, get, items, unique, until};
 
 pub const COMPANY: &str = "company-real-node";
-
-/// Records the logger lines and the streamed output of a hook, as the worker's `ctx` would see
-/// them.
-#[derive(Default)]
-pub struct RecordingSink {
-    pub logs: Mutex<Vec<(LogLevel, String)>>,
-    pub output: Mutex<Vec<(OutputStream, String)>>,
-}
-
-impl RecordingSink {
-    /// Everything streamed on `stream` so far, concatenated.
-    pub fn streamed(&self, stream: OutputStream) -> String {
-        let output = self.output.lock().unwrap();
-        output
-            .iter()
-            .filter(|(s, _)| *s == stream)
-            .map(|(_, c)| c.as_str())
-            .collect()
-    }
-}
-
-impl HostSink for RecordingSink {
-    fn log(&self, level: LogLevel, message: &str) {
-        self.logs.lock().unwrap().push((level, message.to_string()));
-    }
-    fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
-        self.output.lock().unwrap().push((stream, chunk));
-        Box::pin(async {})
-    }
-    fn login_output(&self, _: &str, _: &str, _: String) {}
-    fn login_exit(&self, _: &str, _: &str, _: Option<i32>) {}
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
-}
 
 /// A lease on the real node: its provider, config, and the `lease` reference hooks take.
 pub struct RealLease {

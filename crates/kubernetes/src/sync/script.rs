@@ -120,7 +120,7 @@ pub fn sync_in_files(
         ));
         s.push("exec 8>&-;".into());
     }
-    s.join("\n")
+    drained(&s.join("\n"), archive_bytes)
 }
 
 /// The syncIn directory script.
@@ -140,7 +140,25 @@ pub fn sync_in_directory(root: &str, target: &str, archive_bytes: u64) -> String
         r#"head -c {archive_bytes} | tar -xf - -C /proc/self/fd/9 || {{ echo "extract failed" >&2; exit 43; }};"#
     ));
     s.push("exec 9>&-;".into());
-    s.join("\n")
+    drained(&s.join("\n"), archive_bytes)
+}
+
+/// A sync-in script run as `head -c N | { ( <script>\n); s=$?; cat >/dev/null; exit $s; }`: the
+/// original runs the script alone, reading its archive with its own `head -c N | tar`.
+///
+/// The script runs in a subshell, so that its `exit`s (and its `EXIT` trap) end the subshell
+/// only; then `cat` reads whatever of the N bytes it left, and the exit status is the script's.
+/// Without it, a script that exits before its `head -c N | tar` (ESCAPE, a failed `mkdir`, exit
+/// 40 to 46) reads none of its stdin: on a real node (containerd) the exec's stdin copy blocks
+/// once the pipe is full, and with a large archive (50 MiB) the status frame never comes until
+/// the exec's timeout (`podActivityDeadlineSec`); a small one fits in the pipe and is answered
+/// at once. The script itself is unchanged: its `head -c N` reads the N bytes from the outer
+/// one's pipe, which ends after them, so `tar` sees exactly the archive, and the drain ends at
+/// that end too (it cannot wait on the client's stdin, which is never closed). The prefix is on
+/// the script's first line, so the shell's own messages keep their line numbers
+/// (docs/wire-parity.md).
+fn drained(script: &str, archive_bytes: u64) -> String {
+    format!("head -c {archive_bytes} | {{ ( {script}\n); s=$?; cat >/dev/null; exit $s; }}")
 }
 
 /// The syncOut file-batch script.
@@ -298,6 +316,57 @@ mod tests {
         );
     }
 
+    /// A sync-in refused before its `head -c N | tar` still reads its N bytes, from a stdin that
+    /// is never closed (as an exec's), and answers with the refusal's exit code and message; one
+    /// that extracts gets exactly the archive and exits 0.
+    #[test]
+    fn a_refused_sync_in_reads_its_whole_archive_and_keeps_its_exit_code() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let root = tempfile::tempdir().unwrap();
+        let root_path = root.path().display().to_string();
+        let run = |script: String, stdin: Vec<u8>| {
+            let mut child = Command::new("/bin/sh")
+                .args(["-c", &script])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut input = child.stdin.take().unwrap();
+            // All of it is written (the pod read it) before the exit; stdin stays open after.
+            input.write_all(&stdin).unwrap();
+            let out = child.wait_with_output().unwrap();
+            drop(input);
+            out
+        };
+        // 4 MiB of something that is not read as an archive: far more than a pipe holds.
+        let big = 4 * 1024 * 1024;
+        let out = run(
+            sync_in_directory(&root_path, "/elsewhere/d", big),
+            vec![7u8; big as usize],
+        );
+        assert_eq!(out.status.code(), Some(42), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "ESCAPE\n");
+        // An archive that extracts, followed by bytes past N that are not the script's to read.
+        let src = tempfile::tempdir().unwrap();
+        std::fs::write(src.path().join("f.txt"), b"hello").unwrap();
+        let archive = Command::new("tar")
+            .args(["-cf", "-", "-C", &src.path().display().to_string(), "f.txt"])
+            .output()
+            .unwrap()
+            .stdout;
+        let target = format!("{root_path}/d");
+        let mut stdin = archive.clone();
+        stdin.extend_from_slice(b"not for the script");
+        let out = run(
+            sync_in_directory(&root_path, &target, archive.len() as u64),
+            stdin,
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(std::fs::read(format!("{target}/f.txt")).unwrap(), b"hello");
+    }
+
     #[test]
     fn modes_are_octal_padded() {
         assert_eq!(octal_mode(0o600 as f64), "600");
@@ -322,6 +391,13 @@ mod tests {
             r#"_pc_confine_ancestor '/workspace/it'\''s' || { echo "ESCAPE" >&2; exit 42; };"#
         ));
         assert!(script.contains("head -c 2048 | tar -xf - -C '/workspace/.paperclip-upload-x' || { echo \"extract failed\" >&2; exit 43; };"));
+        // The whole script reads its archive inside the drain: what it leaves is read after it.
+        assert!(script.starts_with("head -c 2048 | { ( if realpath -- / >/dev/null 2>&1; then"));
+        assert!(script.ends_with("exec 8>&-;\n); s=$?; cat >/dev/null; exit $s; }"));
+        let dir = sync_in_directory("/workspace", "/workspace/d", 4096);
+        assert!(dir.starts_with("head -c 4096 | { ( if realpath -- / >/dev/null 2>&1; then"));
+        assert!(dir.contains("head -c 4096 | tar -xf - -C /proc/self/fd/9 || { echo \"extract failed\" >&2; exit 43; };"));
+        assert!(dir.ends_with("exec 9>&-;\n); s=$?; cat >/dev/null; exit $s; }"));
         assert!(script.contains("chmod 600 '/workspace/.paperclip-upload-x/0' || { echo \"chmod failed\" >&2; exit 48; };"));
         assert!(script.contains("mv -f '/workspace/.paperclip-upload-x/0' /proc/self/fd/8/'a.txt' || { echo \"rename failed\" >&2; exit 44; };"));
         let out = sync_out_directory("/workspace", "/workspace/d", &["node_modules".into()], true);

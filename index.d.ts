@@ -10,9 +10,8 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Every hook resolves with its outcome, `{value?, error?}`, as JSON text (an execute result
- * holding a large string, and a synchronous result with strings held beside its text: as an
- * object; see `outcome.rs`); plugin-kit's `settle` unwraps it.
+ * A provider: every call answers with its outcome object, `{value}`, `{error}` or `{}`, or a
+ * promise of one; plugin-kit's `settle` unwraps it.
  */
 export declare class NativeProvider {
   /** The CreateOS provider (`crates/createos`), reporting to `host`. */
@@ -20,51 +19,44 @@ export declare class NativeProvider {
   /** The Kubernetes provider (`crates/kubernetes`), reporting to `host`. */
   static kubernetes(host?: HostCallbacks | undefined | null): NativeProvider
   /**
-   * The `definePlugin` names of the hooks this provider implements (`onEnvironmentProbe`,
-   * ...): the methods the worker advertises, besides `setup` and `onShutdown`.
+   * The hooks this provider implements (besides `setup` and `onShutdown`), in the table's
+   * order: the methods the worker advertises.
    */
-  hooks(): Array<string>
+  hooks(): Array<HookDescription>
+  /**
+   * `callHook(hook, params, onOutput?)`: runs the hook named `hook` (a name `hooks()` gives)
+   * with `params`; `onOutput` is the call's bound `ctx.execution.log` for a hook that streams
+   * output. Answers the outcome of a synchronous hook at once, a promise of it for any other.
+   * The function keeps this provider alive while it lives.
+   */
+  hookCaller(): (hook: string, params?: unknown, onOutput?: (batch: string[]) => Promise<void> | undefined) => { value?: unknown; error?: { message: string; name: string; code?: number } } | Promise<{ value?: unknown; error?: { message: string; name: string; code?: number } }>
   /** `setup`: called once the worker has its ctx. */
-  setup(): string
-  /**
-   * Runs the hook named `hook` (one of the names `hooks()` returns) with `params`: the
-   * outcome of a synchronous hook (health, config validation) at once, a promise of it for
-   * every other hook. plugin-kit calls the same through `hookCaller()`.
-   */
-  call(hook: string, params: unknown): string | { value: unknown } | Promise<string>
-  /**
-   * `call` as a plain function, `(hook, params) => outcome`, which keeps this provider
-   * alive while it lives and costs less per call (no napi-rs borrow bookkeeping: see
-   * `src/hook_caller.rs`): what plugin-kit calls for every hook but execute.
-   */
-  hookCaller(this: this): (hook: string, params: unknown) => string | { value: unknown } | Promise<string>
-  /**
-   * `onEnvironmentExecute`. `on_output` is this call's `ctx.execution.log`, already bound to
-   * the hook's async context by plugin-kit; the result waits until every chunk of output has
-   * been handed to it.
-   */
-  execute(params: unknown, onOutput: (batch: string[]) => Promise<void> | undefined): Promise<string | { value: unknown }>
+  setup(): { value?: unknown; error?: { message: string; name: string; code?: number } }
   /** `onShutdown`: stops in-flight work within the host's grace period. */
-  shutdown(): Promise<string>
+  shutdown(): Promise<{ value?: unknown; error?: { message: string; name: string; code?: number } }>
 }
 
 /**
  * An execute outcome `{value: {stdout}}` with `bytes` ASCII characters of stdout, through the
- * same conversion a real execute's result takes ([`crate::outcome::ExecuteOutcome`]), so a
- * test can watch what V8 does with a series of large results.
+ * same conversion a real execute's result takes ([`Outcome::into_js`]), so a test can watch
+ * what V8 does with a series of large results.
  */
-export declare function debugLargeExecuteOutcome(bytes: number): { value: { stdout: string } } | string
-
-/** Panics inside an async call: the promise must reject, the worker must live on. */
-export declare function debugPanicAsync(message: string): Promise<string>
-
-/** Panics inside a sync call: the guard turns it into a failed outcome. */
-export declare function debugPanicSync(message: string): string
+export declare function debugLargeExecuteOutcome(bytes: number): { value: { stdout: string } }
 
 /**
- * What the two ways of reading a hook's params make of `params` (see [`crate::js_params`]):
- * the reader's tree (`None` where it leaves them to the text path) and the text path's
- * (`JSON.stringify`, then serde_json), each as JSON text, or the text path's error.
+ * Panics inside an async call: the promise must resolve with a failed outcome, the worker must
+ * live on.
+ */
+export declare function debugPanicAsync(message: string): Promise<{ error?: { message: string } }>
+
+/** Panics inside a sync call: the guard turns it into a failed outcome. */
+export declare function debugPanicSync(message: string): { error?: { message: string } }
+
+/**
+ * What the two routes of reading a hook's params make of `params` (see
+ * [`crate::bridge::params`]): the reader's form (`None` where it hands the params over as
+ * text) and the text route (`JSON.stringify`, then serde_json), each as JSON text, or the text
+ * route's failure.
  */
 export interface DebugParamsRead {
   walked?: string
@@ -72,7 +64,7 @@ export interface DebugParamsRead {
   parseError?: string
 }
 
-/** Reads `params` both ways, so a test can hold the reader to the text path's result. */
+/** Reads `params` both ways, so a test can hold the reader's form to the text route's result. */
 export declare function debugReadParams(params: unknown): DebugParamsRead
 
 /**
@@ -127,6 +119,18 @@ export interface ExplainedError {
  * leading `Error: ` are ignored; the most specific template wins.
  */
 export declare function explainError(message: string): ExplainedError | null
+
+/** What the hook table says of one hook a provider implements. */
+export interface HookDescription {
+  /** The `definePlugin` method name (`onEnvironmentAcquireLease`, ...). */
+  name: string
+  /** Runs to its end on the JS thread (computation only): the call answers at once. */
+  synchronous: boolean
+  /** Streams output while it runs: called with the call's bound `ctx.execution.log`. */
+  streamsOutput: boolean
+  /** The host passes it params. */
+  takesParams: boolean
+}
 
 /**
  * The `ctx` callbacks a provider keeps. Every one is optional so that tests can pass a subset;

@@ -1,7 +1,7 @@
-// The texts every hook call moves across napi (src/js_text.rs): the params' JSON into Rust in
+// The texts every hook call moves across napi (src/bridge/strings.rs): the params into Rust in
 // one pass (a buffer of three bytes per UTF-16 unit; past 64 Ki units, measured first), the
-// outcome's JSON back (copied as Latin-1 when ASCII, decoded as UTF-8 otherwise) and the hook
-// name. Kubernetes validate hands its kubeconfig back verbatim in `normalizedConfig`, so any
+// outcome's text and long strings back (copied as Latin-1 when ASCII, decoded as UTF-8
+// otherwise) and the hook name. Kubernetes validate hands its kubeconfig back verbatim in `normalizedConfig`, so any
 // string sent in that place must come back exactly: in process, through plugin-kit's `invoke`
 // as the plugin workers call it.
 
@@ -14,7 +14,7 @@ const ONE_PASS_LIMIT = 64 * 1024;
 
 async function echoedKubeconfig(kubeconfig) {
   const provider = native.NativeProvider.kubernetes();
-  const result = await invoke(() => provider.call("onEnvironmentValidateConfig", { driverKey: "kubernetes", config: { kubeconfig } }));
+  const result = await invoke(() => provider.hookCaller()("onEnvironmentValidateConfig", { driverKey: "kubernetes", config: { kubeconfig } }));
   expect(result.ok).toBe(true);
   return result.normalizedConfig.kubeconfig;
 }
@@ -41,9 +41,9 @@ describe("hook texts across the boundary", () => {
 
   it("reads a hook name with non-ASCII characters exactly", async () => {
     const provider = native.NativeProvider.createos();
-    const error = await invoke(() => provider.call("onNoSuchHook☃😀", {})).catch((e) => e);
+    const error = await invoke(() => provider.hookCaller()("onNoSuchHook☃😀", {})).catch((e) => e);
     expect(error.message).toBe("paperclip-sandbox-native internal error: onNoSuchHook☃😀 has no native implementation");
-    const empty = await invoke(() => provider.call("", {})).catch((e) => e);
+    const empty = await invoke(() => provider.hookCaller()("", {})).catch((e) => e);
     expect(empty.message).toBe("paperclip-sandbox-native internal error:  has no native implementation");
   });
 });

@@ -310,14 +310,14 @@ describe("native failures", () => {
   });
 
   it("answers the synchronous hooks at once, every other hook with a promise", async () => {
-    const provider = native.NativeProvider.createos();
-    const health = provider.call("onHealth", {});
-    expect(typeof health).toBe("string");
-    expect(JSON.parse(health).value.status).toBe("ok");
-    const invalid = provider.call("onEnvironmentValidateConfig", { driverKey: "createos", config: null });
-    expect(typeof invalid).toBe("string");
-    expect(JSON.parse(invalid).value.ok).toBe(false);
-    const probe = provider.call("onEnvironmentProbe", { driverKey: "createos", config: null });
+    const callHook = native.NativeProvider.createos().hookCaller();
+    const health = callHook("onHealth");
+    expect(health).not.toBeInstanceOf(Promise);
+    expect(health.value.status).toBe("ok");
+    const invalid = callHook("onEnvironmentValidateConfig", { driverKey: "createos", config: null });
+    expect(invalid).not.toBeInstanceOf(Promise);
+    expect(invalid.value.ok).toBe(false);
+    const probe = callHook("onEnvironmentProbe", { driverKey: "createos", config: null });
     expect(probe).toBeInstanceOf(Promise);
     await expect(invoke(() => probe)).resolves.toMatchObject({ ok: false });
   });

@@ -86,8 +86,8 @@ describe("CreateOS lifecycle through a forked worker", () => {
     );
     expect(ran).toMatchObject({ exitCode: 0, stdout: "synced script ran\n" });
 
-    // A large result crosses from Rust as an object rather than JSON text (src/outcome.rs):
-    // the same result, every character intact.
+    // A large result's output is set in its place by napi rather than parsed from the outcome's
+    // text (src/bridge/outcome.rs): the same result, every character intact.
     const large = await worker.call(
       "environmentExecute",
       { ...base, config, lease, command: "bash", args: ["-c", "head -c 307200 /dev/zero | tr '\\0' x; printf 'é\"end'"], cwd: "/paperclip-workspace" },

@@ -1,5 +1,5 @@
 // A large ASCII result string is handed to V8 as an external string whose Rust buffer is freed
-// when V8 collects it (src/outcome.rs). V8 only looks at its external-memory limit when that
+// when V8 collects it (src/bridge/outcome.rs). V8 only looks at its external-memory limit when that
 // count changes, so the addon reports each buffer's size for as long as it lives: otherwise a
 // series of large executes keeps every earlier result until something else starts a full GC.
 // This holds a series' dead results near V8's bound (a full GC started once external memory has

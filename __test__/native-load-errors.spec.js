@@ -32,7 +32,7 @@ const BINARY = `paperclip-sandbox-native.${PLATFORM}.node`;
 const LOAD_AND_CALL = [
   'const kit = await import("paperclip-sandbox-native/plugin-kit");',
   "const native = await kit.loadNative();",
-  'const health = await kit.invoke(() => native.NativeProvider.createos().call("onHealth", {}));',
+  'const health = await kit.invoke(() => native.NativeProvider.createos().hookCaller()("onHealth"));',
   'const { createRequire } = await import("node:module");',
   "const loaded = Object.keys(createRequire(import.meta.url).cache).filter((file) => file.endsWith('.node'));",
   "console.log(JSON.stringify({ status: health.status, loaded }));",

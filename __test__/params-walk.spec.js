@@ -1,5 +1,5 @@
-// Hook params read from the JS value by the reader (src/js_params.rs, src/js_params_reader.js)
-// must be exactly the tree the text path makes of them (`JSON.stringify`, then serde_json), and
+// Hook params read from the JS value by the reader's form (src/bridge/params.rs and
+// params_reader.js) must be exactly the tree the text path makes of them (`JSON.stringify`, then serde_json), and
 // anything JSON.stringify treats specially must go down the text path. `debugReadParams` reads
 // one value both ways.
 
@@ -133,8 +133,8 @@ describe("params read from the JS value", () => {
 
   it("a hook still rethrows what JSON.stringify throws for params it cannot carry", async () => {
     const provider = native.NativeProvider.kubernetes();
-    await expect(invoke(() => provider.call("onEnvironmentValidateConfig", { config: { big: 1n } }))).rejects.toThrow(/BigInt/);
-    const result = await invoke(() => provider.call("onEnvironmentValidateConfig", { config: { kubeconfig: "k", when: new Date(0) } }));
+    await expect(invoke(() => provider.hookCaller()("onEnvironmentValidateConfig", { config: { big: 1n } }))).rejects.toThrow(/BigInt/);
+    const result = await invoke(() => provider.hookCaller()("onEnvironmentValidateConfig", { config: { kubeconfig: "k", when: new Date(0) } }));
     expect(result.ok).toBe(true);
   });
 });

@@ -221,13 +221,8 @@ function plainError(error) {
   return error;
 }
 
-/**
- * Unwraps a native outcome, `{value?, error?}`: its value, or a throw of its error. The addon
- * returns it as JSON text (V8 parses that far faster than napi builds objects), or, for an
- * execute result carrying a large output, as the object itself (see src/outcome.rs).
- */
-export function settle(outcome) {
-  const { value, error } = typeof outcome === "string" ? JSON.parse(outcome) : outcome;
+/** Unwraps a native outcome, `{value?, error?}` (src/bridge/outcome.rs): its value, or a throw of its error. */
+export function settle({ value, error }) {
   if (error) throw errorFromNative(error);
   return value;
 }
@@ -351,10 +346,10 @@ export function createHostBridge({ output = process.stdout } = {}) {
 
 /**
  * The `definePlugin` definition of a native provider: `setup` and `onShutdown`, plus exactly the
- * hooks `provider.hooks()` names (the host routes traffic by the methods a worker advertises,
+ * hooks `provider.hooks()` describes (the host routes traffic by the methods a worker advertises,
  * and that list is the Rust hook table's). Each hook hands its params to the provider's hook
- * caller (`provider.call` as a plain function, cheaper per call: src/hook_caller.rs) and returns
- * its promise; execute also hands Rust the call's bound `ctx.execution.log`.
+ * caller (src/bridge/caller.rs) and returns its promise; a hook the table says streams output
+ * also hands Rust the call's bound `ctx.execution.log`. Nothing here knows a hook by name.
  */
 export function nativePluginDefinition(provider, host) {
   const callHook = provider.hookCaller();
@@ -368,11 +363,14 @@ export function nativePluginDefinition(provider, host) {
       host.detach();
     },
   };
-  for (const hook of provider.hooks()) {
-    definition[hook] =
-      hook === "onEnvironmentExecute"
-        ? (params) => invoke(() => provider.execute(params, host.executionLog()))
-        : (params) => invoke(() => callHook(hook, params));
+  for (const { name, streamsOutput, takesParams } of provider.hooks()) {
+    if (streamsOutput) {
+      definition[name] = (params) => invoke(() => callHook(name, params, host.executionLog()));
+    } else if (takesParams) {
+      definition[name] = (params) => invoke(() => callHook(name, params));
+    } else {
+      definition[name] = () => invoke(() => callHook(name));
+    }
   }
   return definition;
 }

@@ -3,11 +3,15 @@
 //! large execute results. They do nothing a user can
 //! observe outside of tests, so they ship in the addon (one binary for tests and production).
 
-use napi::Status;
+use napi::bindgen_prelude::{Function, JsObjectValue, JsValue, Object, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use napi_derive::napi;
 use sandbox_core::{HostSink, OutputStream};
 
+use crate::bridge::outcome::Outcome;
+use crate::bridge::params::{self, Params, ParamsReader};
+use crate::bridge::strings::RawValue;
 use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::JsHost;
@@ -66,23 +70,35 @@ pub async fn debug_stream_execution_log(
         .map_err(|e| napi::Error::from_reason(format!("stream task failed: {e}")))
 }
 
-/// Panics inside an async call: the promise must reject, the worker must live on.
-#[napi]
-pub async fn debug_panic_async(message: String) -> String {
-    guard::run(async move { panic!("{message}") })
-        .await
-        .into_json()
+/// An outcome as plugin-kit receives one ([`Outcome::into_js`]), with this env's `JSON.parse`
+/// looked up afresh (the bridge keeps its own).
+fn outcome_object(env: &Env, outcome: Outcome) -> napi::Result<RawValue> {
+    let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
+    let parse: Function<'_, RawValue, RawValue> = json.get_named_property_unchecked("parse")?;
+    outcome.into_js(env, &parse.create_ref()?)
+}
+
+/// Panics inside an async call: the promise must resolve with a failed outcome, the worker must
+/// live on.
+#[napi(ts_return_type = "Promise<{ error?: { message: string } }>")]
+pub fn debug_panic_async(env: &Env, message: String) -> napi::Result<RawValue> {
+    let promise = env.spawn_future_with_callback(
+        async move { Ok(guard::run(async move { panic!("{message}") }).await) },
+        outcome_object,
+    )?;
+    Ok(RawValue(promise.raw()))
 }
 
 /// Panics inside a sync call: the guard turns it into a failed outcome.
-#[napi(catch_unwind)]
-pub fn debug_panic_sync(message: String) -> String {
-    guard::sync(|| panic!("{message}")).into_json()
+#[napi(catch_unwind, ts_return_type = "{ error?: { message: string } }")]
+pub fn debug_panic_sync(env: &Env, message: String) -> napi::Result<RawValue> {
+    outcome_object(env, guard::sync(|| panic!("{message}")))
 }
 
-/// What the two ways of reading a hook's params make of `params` (see [`crate::js_params`]):
-/// the reader's tree (`None` where it leaves them to the text path) and the text path's
-/// (`JSON.stringify`, then serde_json), each as JSON text, or the text path's error.
+/// What the two routes of reading a hook's params make of `params` (see
+/// [`crate::bridge::params`]): the reader's form (`None` where it hands the params over as
+/// text) and the text route (`JSON.stringify`, then serde_json), each as JSON text, or the text
+/// route's failure.
 #[napi(object, object_from_js = false)]
 pub struct DebugParamsRead {
     pub walked: Option<String>,
@@ -90,21 +106,22 @@ pub struct DebugParamsRead {
     pub parse_error: Option<String>,
 }
 
-/// Reads `params` both ways, so a test can hold the reader to the text path's result.
+/// Reads `params` both ways, so a test can hold the reader's form to the text route's result.
 #[napi(ts_args_type = "params: unknown")]
-pub fn debug_read_params(
-    env: &napi::Env,
-    params: napi::bindgen_prelude::Unknown<'_>,
-) -> napi::Result<DebugParamsRead> {
-    use napi::bindgen_prelude::{Function, JsObjectValue, JsValue, Object};
-    let walked = crate::js_params::PlainParams::new(env)?
-        .read(env, params.raw())
-        .map(|tree| tree.to_string());
+pub fn debug_read_params(env: &Env, params: Unknown<'_>) -> napi::Result<DebugParamsRead> {
+    let reader = ParamsReader::new(env)?;
+    let walked = match params::read(env, params.raw(), || Ok(&reader)) {
+        Ok(Ok(Params::Read(tree))) => Some(tree.to_string()),
+        _ => {
+            clear_exception(env);
+            None
+        }
+    };
     let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
     let stringify: Function<'_, napi::sys::napi_value, String> =
         json.get_named_property_unchecked("stringify")?;
     let (parsed, parse_error) = match stringify.call(params.raw()) {
-        Ok(text) => match crate::outcome::parse_params(&text) {
+        Ok(text) => match Params::Text(text).into_value() {
             Ok(tree) => (Some(tree.to_string()), None),
             Err(failed) => (None, Some(failed.message)),
         },
@@ -117,13 +134,19 @@ pub fn debug_read_params(
     })
 }
 
+/// Clears what the reader left pending (a `BigInt`'s throw), for the text route to meet again.
+fn clear_exception(env: &Env) {
+    let mut exception = std::ptr::null_mut();
+    // SAFETY: `env` is the current env, on its JS thread; the call only takes the pending
+    // exception (if any) into a local, dropped unread.
+    unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
+}
+
 /// An execute outcome `{value: {stdout}}` with `bytes` ASCII characters of stdout, through the
-/// same conversion a real execute's result takes ([`crate::outcome::ExecuteOutcome`]), so a
-/// test can watch what V8 does with a series of large results.
-#[napi(ts_return_type = "{ value: { stdout: string } } | string")]
-pub fn debug_large_execute_outcome(bytes: u32) -> crate::outcome::ExecuteOutcome {
+/// same conversion a real execute's result takes ([`Outcome::into_js`]), so a test can watch
+/// what V8 does with a series of large results.
+#[napi(ts_return_type = "{ value: { stdout: string } }")]
+pub fn debug_large_execute_outcome(env: &Env, bytes: u32) -> napi::Result<RawValue> {
     let stdout = "a".repeat(bytes as usize);
-    crate::outcome::ExecuteOutcome(crate::outcome::Outcome::value(
-        serde_json::json!({ "stdout": stdout }),
-    ))
+    outcome_object(env, Outcome::value(serde_json::json!({ "stdout": stdout })))
 }

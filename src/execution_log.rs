@@ -82,7 +82,7 @@ impl ToNapiValue for LogBatch {
 unsafe fn text_to_napi(env: sys::napi_env, text: &str) -> napi::Result<sys::napi_value> {
     // SAFETY: `env` is the current env on its JS thread (this function's contract), which is
     // `create_string`'s.
-    unsafe { crate::js_text::create_string(env, text) }
+    unsafe { crate::bridge::strings::create_string(env, text) }
 }
 
 /// The bound `ctx.execution.log` of one execute call, as plugin-kit hands it to Rust: called with

@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use futures::FutureExt;
 use sandbox_core::ProviderError;
 
-use crate::outcome::Outcome;
+use crate::bridge::outcome::Outcome;
 
 /// Installed once from `module_init`.
 // The addon's only write: one line per panic on stderr, which the host logs as a warning (never

@@ -4,11 +4,11 @@
 //! it runs. Failures carry exactly the catalogued message. The [`Provider`] impl at the end is
 //! the provider's hook table: the hooks it implements, each with the method it forwards to.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use sandbox_core::hook::{healthy, resolves, resolves_maybe};
 use sandbox_core::{
-    Hook, HookFuture, HookValue, HostSink, JsonText, Provider, ProviderError, ProviderResult,
+    Hook, HookFuture, HookValue, HostSink, Provider, ProviderError, ProviderResult,
 };
 use serde_json::{Value, json};
 
@@ -85,11 +85,8 @@ impl CreateOsProvider {
     }
 
     /// `onHealth`: no network; connectivity is what a probe is for.
-    pub fn health(&self) -> JsonText {
-        static HEALTH: LazyLock<JsonText> = LazyLock::new(|| {
-            healthy("CreateOS provider loaded; probe an environment to check connectivity.")
-        });
-        HEALTH.clone()
+    pub fn health(&self) -> HookValue {
+        healthy("CreateOS provider loaded; probe an environment to check connectivity.")
     }
 
     /// `onEnvironmentValidateConfig`: parse only, no network and no key resolution.

@@ -6,10 +6,10 @@
 //! The hooks themselves are in [`crate::hooks`], one file per hook family; health and setup,
 //! which touch nothing, are here.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use sandbox_core::hook::healthy;
-use sandbox_core::{HookValue, JsonText, ProviderResult};
+use sandbox_core::{HookValue, ProviderResult};
 use serde_json::Value;
 
 use crate::cluster::{Clock, ClusterConnector, KubeConnector, SandboxApiVersionCache, SystemClock};
@@ -108,10 +108,8 @@ impl KubernetesProvider {
     }
 
     /// `onHealth`: makes no cluster call.
-    pub fn health(&self) -> JsonText {
-        static HEALTH: LazyLock<JsonText> =
-            LazyLock::new(|| healthy("Kubernetes sandbox provider plugin healthy"));
-        HEALTH.clone()
+    pub fn health(&self) -> HookValue {
+        healthy("Kubernetes sandbox provider plugin healthy")
     }
 
     /// `onEnvironmentValidateConfig`. Can throw, as the original does when adapter defaults

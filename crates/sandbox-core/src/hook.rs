@@ -3,9 +3,11 @@
 //! The host routes traffic by the methods a worker advertises, so the list of hooks a provider
 //! implements must be exact. It is derived, never kept by hand: each provider implements
 //! [`Provider::call`] with one `match` over [`Hook`], and [`Provider::hooks`] is the hooks that
-//! `match` answers. The napi layer exposes the trait as one class; the JavaScript plugin kit
-//! builds the `definePlugin` definition from `hooks()`; the error catalogue names hooks by
-//! [`Hook`] value.
+//! `match` answers. The table also says what each hook is ([`Hook::is_synchronous`],
+//! [`Hook::streams_output`], [`Hook::takes_params`]); the napi layer exposes the trait as one
+//! class and hands those facts to the JavaScript plugin kit with each name, and both derive
+//! how they call a hook from them alone (no hook is special-cased by name). The error catalogue
+//! names hooks by [`Hook`] value.
 //!
 //! `setup` and `onShutdown` are not in the table: every plugin has both, and they take no params.
 
@@ -16,7 +18,6 @@ use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 
-use crate::json_text::JsonText;
 use crate::{BoxFuture, HostSink, ProviderResult};
 
 /// A plugin hook that takes params and resolves with a result (see the module docs).
@@ -117,6 +118,18 @@ impl Hook {
         matches!(self, Hook::Health | Hook::ValidateConfig)
     }
 
+    /// Whether the hook streams output to the host while it runs (`ctx.execution.log`, bound
+    /// to the call's invocation): the execute hook.
+    pub const fn streams_output(self) -> bool {
+        matches!(self, Hook::Execute)
+    }
+
+    /// Whether the host passes the hook params: every hook but `onHealth`, which the SDK calls
+    /// with none.
+    pub const fn takes_params(self) -> bool {
+        !matches!(self, Hook::Health)
+    }
+
     /// The hook whose [`js_name`](Hook::js_name) this is.
     pub fn from_js_name(name: &str) -> Option<Hook> {
         Hook::ALL
@@ -136,43 +149,74 @@ impl std::fmt::Display for Hook {
 /// `undefined`, which is what the lease-release and session hooks of the originals resolve with.
 pub type HookResult = ProviderResult<Option<HookValue>>;
 
-/// A hook's value: a JSON tree, or the JSON text a provider wrote straight from its typed data
-/// (a validate result), which the bridge passes on as it is.
-#[derive(Debug, Clone, PartialEq)]
+/// A hook's value: a JSON tree, or a typed value (a validate result written from the parsed
+/// config, a health answer) that serializes itself, so that no `Value` tree is built only to be
+/// written out and dropped. How either crosses to JavaScript is the napi layer's business alone.
 pub enum HookValue {
     Tree(Value),
-    Text(JsonText),
+    Typed(Box<dyn erased_serde::Serialize + Send + Sync>),
 }
 
 impl HookValue {
+    /// A typed value.
+    pub fn typed(value: impl serde::Serialize + Send + Sync + 'static) -> Self {
+        HookValue::Typed(Box::new(value))
+    }
+
     /// The value as a tree, whichever form it came in (tests, and results looked into).
     pub fn into_value(self) -> Value {
         match self {
             HookValue::Tree(value) => value,
-            HookValue::Text(text) => text.to_value(),
+            HookValue::Typed(typed) => typed_value(typed.as_ref()),
+        }
+    }
+
+    /// The same, borrowed.
+    pub fn to_value(&self) -> Value {
+        match self {
+            HookValue::Tree(value) => value.clone(),
+            HookValue::Typed(typed) => typed_value(typed.as_ref()),
         }
     }
 }
 
-/// The JSON text, as the bridge sends it.
+/// A typed value's tree. Our typed values are objects of strings, numbers and booleans, which
+/// always serialize; were one ever to fail, the failure reads as `null`, not a panic.
+fn typed_value(typed: &(dyn erased_serde::Serialize + Send + Sync)) -> Value {
+    serde_json::to_value(typed).unwrap_or(Value::Null)
+}
+
+impl serde::Serialize for HookValue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            HookValue::Tree(value) => value.serialize(serializer),
+            HookValue::Typed(typed) => typed.serialize(serializer),
+        }
+    }
+}
+
+impl std::fmt::Debug for HookValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.to_value(), f)
+    }
+}
+
+impl PartialEq for HookValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_value() == other.to_value()
+    }
+}
+
+/// The JSON text (tests and tools; the bridge writes its own).
 impl std::fmt::Display for HookValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HookValue::Tree(value) => value.fmt(f),
-            HookValue::Text(text) => f.write_str(&text.to_text()),
-        }
+        std::fmt::Display::fmt(&self.to_value(), f)
     }
 }
 
 impl From<Value> for HookValue {
     fn from(value: Value) -> Self {
         HookValue::Tree(value)
-    }
-}
-
-impl From<JsonText> for HookValue {
-    fn from(text: JsonText) -> Self {
-        HookValue::Text(text)
     }
 }
 
@@ -197,17 +241,6 @@ pub trait Provider: Send + Sync {
 
     /// `onShutdown`: stops in-flight work within the host's grace period.
     fn shutdown(&self) -> HookFuture<'_>;
-
-    /// Whether this provider's hook params usually carry a string of kilobytes (a
-    /// kubeconfig in every config). The bridge then reads small params from the JS value in
-    /// one string with each string unescaped, which copies such a string once; for params of
-    /// short strings only, the call into the reader costs as much as the params' JSON text
-    /// (CreateOS's six short strings: ~43,100 instructions a validate call either way, counted
-    /// with callgrind), so only a provider with long strings gains. Either way the provider
-    /// gets the same params.
-    fn params_carry_long_strings(&self) -> bool {
-        false
-    }
 
     /// The hooks this provider implements, in [`Hook::ALL`] order: exactly those
     /// [`call`](Provider::call) answers.
@@ -238,14 +271,24 @@ pub fn resolves_maybe<'a>(
     Box::pin(async move { call.await.map(|value| value.map(HookValue::Tree)) })
 }
 
-/// An `onHealth` answer, `{status: "ok", message}`, written as text. Both providers' answer
-/// never changes, so each writes it once and hands out copies: built as a tree per call it cost
-/// a health call more than the rest of the bridge.
-pub fn healthy(message: &str) -> JsonText {
-    JsonText::object(message.len() + 32, |object| {
-        object.string("status", "ok");
-        object.string("message", message);
-    })
+/// An `onHealth` answer, `{status: "ok", message}`. Both providers' answer never changes:
+/// written from two static strings, it costs a health call nothing to build.
+pub fn healthy(message: &'static str) -> HookValue {
+    HookValue::typed(Healthy { message })
+}
+
+struct Healthy {
+    message: &'static str,
+}
+
+impl serde::Serialize for Healthy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut answer = serializer.serialize_map(Some(2))?;
+        answer.serialize_entry("status", "ok")?;
+        answer.serialize_entry("message", self.message)?;
+        answer.end()
+    }
 }
 
 /// Polls `call` once, with a waker that does nothing: its output if it completed, else the call

@@ -3,8 +3,9 @@
 //! The provider crates know nothing of Node: they take JSON-shaped params, report through a
 //! [`HostSink`], and fail with a [`ProviderError`] whose message is the exact catalogued text.
 //! Each implements [`Provider`], the one hook table ([`Hook`]) the napi layer drives; a hook's
-//! value is a JSON tree or JSON text written by [`json_text`] (the one JSON writer of both).
-//! The napi layer (`src/` of the root package) only converts and bridges. The JavaScript
+//! value is a JSON tree or a typed value that serializes itself ([`HookValue`]). How params and
+//! values cross to JavaScript is decided in the napi layer (`src/bridge/` of the root package)
+//! and nowhere here. The JavaScript
 //! semantics the providers reproduce live in the `js-compat` crate.
 //!
 //! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
@@ -26,7 +27,6 @@ pub mod hook_table;
 pub mod host;
 #[cfg(feature = "testing")]
 pub mod hostile;
-pub mod json_text;
 pub mod output_batch;
 #[cfg(feature = "testing")]
 pub mod poll;
@@ -39,5 +39,4 @@ pub mod sparse;
 pub use error::{ErrorClass, ProviderError, ProviderResult};
 pub use hook::{Hook, HookFuture, HookResult, HookValue, Provider};
 pub use host::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
-pub use json_text::{JsonText, ObjectWriter};
 pub use output_batch::{OutputBatch, OutputQueue};

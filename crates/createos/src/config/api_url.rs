@@ -4,8 +4,6 @@
 //! `127.1`, IPv6 compression, IDNA to punycode, backslashes and missing slashes after `https:`),
 //! so the checks below see the same components the original saw.
 
-use std::cell::RefCell;
-
 use sandbox_core::ProviderError;
 use url::{Position, Url};
 
@@ -24,29 +22,11 @@ const ALLOWED_PATHS: [&str; 4] = ["", "/", "/v1", "/v1/"];
 
 /// Validates the (already trimmed) URL text and returns its ASCII origin, e.g.
 /// `https://api.sb.createos.sh:443/v1` gives `https://api.sb.createos.sh`.
-///
-/// The answer for the last text seen on this thread is kept: a host validates and uses the same
-/// config over and over, and the WHATWG parse (host parsing, IDNA or IPv4 serialisation)
-/// measured ~4,000 instructions of a ~42,000-instruction validate call. The answer depends on
-/// the text alone, so a kept one is always the same answer.
 pub(crate) fn api_origin(text: &str) -> Result<String, ProviderError> {
-    thread_local! {
-        static LAST: RefCell<Option<(String, Result<String, &'static str>)>> =
-            const { RefCell::new(None) };
-    }
-    let kept = LAST.with_borrow(|last| match last {
-        Some((seen, answer)) if seen == text => Some(answer.clone()),
-        _ => None,
-    });
-    let answer = kept.unwrap_or_else(|| {
-        let answer = origin_of(text);
-        LAST.set(Some((text.to_owned(), answer.clone())));
-        answer
-    });
-    answer.map_err(ProviderError::new)
+    origin_of(text).map_err(ProviderError::new)
 }
 
-/// [`api_origin`]'s answer, worked out: the origin, or the message that refuses the text.
+/// The origin, or the message that refuses the text.
 fn origin_of(text: &str) -> Result<String, &'static str> {
     let url = Url::parse(text).map_err(|_| messages::API_URL_INVALID)?;
     if !is_plain_origin(&url) {
@@ -78,28 +58,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_kept_answer_is_always_the_answer_for_that_text() {
-        let texts = [
-            "https://api.sb.createos.sh",
-            "https://api.sb.createos.sh",
-            "http://127.1:8080/v1",
-            "not a url",
-            "not a url",
-            "https://user@api.sb.createos.sh",
-            "https://api.sb.createos.sh:443/v1/",
-            "http://127.1:8080/v1",
-        ];
-        for text in texts {
-            let answer = api_origin(text).map_err(|error| error.message);
-            assert_eq!(answer, origin_of(text).map_err(str::to_owned), "{text}");
-        }
+    fn origins_and_refusals() {
         assert_eq!(
             api_origin("http://127.1:8080/v1").ok().as_deref(),
             Some("http://127.0.0.1:8080")
         );
         assert_eq!(
-            api_origin("not a url").map_err(|error| error.message),
-            Err(messages::API_URL_INVALID.to_owned())
+            api_origin("https://api.sb.createos.sh:443/v1/")
+                .ok()
+                .as_deref(),
+            Some("https://api.sb.createos.sh")
         );
+        for (text, refusal) in [
+            ("not a url", messages::API_URL_INVALID),
+            (
+                "https://user@api.sb.createos.sh",
+                messages::API_URL_NOT_ORIGIN,
+            ),
+            ("http://example.com", messages::API_URL_NOT_ORIGIN),
+        ] {
+            assert_eq!(
+                api_origin(text).map_err(|error| error.message),
+                Err(refusal.to_owned()),
+                "{text}"
+            );
+        }
     }
 }

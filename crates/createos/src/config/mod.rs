@@ -13,7 +13,8 @@ mod tests;
 
 use indexmap::{IndexMap, IndexSet};
 use js_compat::{json, string, value};
-use sandbox_core::{HookValue, JsonText, ObjectWriter, ProviderError};
+use sandbox_core::{HookValue, ProviderError};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 pub use api_url::OFFICIAL_API_URL;
@@ -47,26 +48,49 @@ pub struct CreateOsConfig {
     pub auto_pause_after_seconds: u64,
 }
 
-impl CreateOsConfig {
-    /// Writes `normalizedConfig`'s fields straight from the typed config (no `Value` tree), keys
-    /// in the order the original emitted them.
-    fn write_normalized(&self, out: &mut ObjectWriter<'_>) {
-        out.string("apiUrl", &self.api_url);
-        out.string_or_null("apiKey", self.api_key.as_deref());
-        out.string("shape", &self.shape);
-        out.string_or_null("snapshot", self.snapshot.as_deref());
-        out.string_or_null("rootfs", self.rootfs.as_deref());
-        out.string_map("rootfsByAdapter", &self.rootfs_by_adapter);
-        out.strings("egressAllowlist", &self.egress_allowlist);
-        out.string_or_null("region", self.region.as_deref());
-        out.u64("timeoutMs", self.timeout_ms);
-        out.bool("reuseLease", self.reuse_lease);
-        out.u64("autoPauseAfterSeconds", self.auto_pause_after_seconds);
+/// `normalizedConfig`: the typed config's fields, keys in the order the original emitted them.
+struct Normalized<'a>(&'a CreateOsConfig);
+
+impl Serialize for Normalized<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let config = self.0;
+        let mut out = serializer.serialize_map(Some(11))?;
+        out.serialize_entry("apiUrl", &config.api_url)?;
+        out.serialize_entry("apiKey", &config.api_key)?;
+        out.serialize_entry("shape", &config.shape)?;
+        out.serialize_entry("snapshot", &config.snapshot)?;
+        out.serialize_entry("rootfs", &config.rootfs)?;
+        out.serialize_entry("rootfsByAdapter", &Entries(&config.rootfs_by_adapter))?;
+        out.serialize_entry("egressAllowlist", &config.egress_allowlist)?;
+        out.serialize_entry("region", &config.region)?;
+        out.serialize_entry("timeoutMs", &config.timeout_ms)?;
+        out.serialize_entry("reuseLease", &config.reuse_lease)?;
+        out.serialize_entry("autoPauseAfterSeconds", &config.auto_pause_after_seconds)?;
+        out.end()
     }
 }
 
-/// Room for a validate result's text up front: a typical one is ~300 bytes.
-const NORMALIZED_TEXT_CAPACITY: usize = 512;
+/// An ordered map as a JSON object, in its order.
+struct Entries<'a>(&'a IndexMap<String, String>);
+
+impl Serialize for Entries<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0)
+    }
+}
+
+/// A successful validate result, `{ok: true, normalizedConfig}`, written from the typed config
+/// (no `Value` tree built only to be written out).
+struct Valid(CreateOsConfig);
+
+impl Serialize for Valid {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(Some(2))?;
+        out.serialize_entry("ok", &true)?;
+        out.serialize_entry("normalizedConfig", &Normalized(&self.0))?;
+        out.end()
+    }
+}
 
 /// Parses a raw environment config.
 pub fn parse_config(raw: &Value) -> Result<CreateOsConfig, ProviderError> {
@@ -136,14 +160,7 @@ pub fn validate_config_params(params: &Value) -> HookValue {
 
 fn validation_result(parsed: Result<CreateOsConfig, ProviderError>) -> HookValue {
     match parsed {
-        // Written from the typed config: no `Value` tree built only to be walked into text.
-        Ok(config) => JsonText::object(NORMALIZED_TEXT_CAPACITY, |result| {
-            result.bool("ok", true);
-            result.object("normalizedConfig", |normalized| {
-                config.write_normalized(normalized)
-            });
-        })
-        .into(),
+        Ok(config) => HookValue::typed(Valid(config)),
         Err(error) => json!({ "ok": false, "errors": [error.message] }).into(),
     }
 }

@@ -2,7 +2,7 @@
 //! and its normalised JSON form.
 //!
 //! * [`KubernetesConfig::parse`] is `schema.safeParse`: the typed config, or zod's issues.
-//! * [`KubernetesConfig::write_normalized`] writes the parsed object as the original returns it as
+//! * [`Normalized`] writes the parsed object as the original returns it as
 //!   `normalizedConfig`: schema key order, defaults filled in, unknown keys gone, optional keys
 //!   that were not supplied absent.
 //! * [`adapters`]: the adapter runtime defaults (built-in table, or the `adapters` registry of
@@ -13,7 +13,7 @@ mod patterns;
 mod schema;
 pub mod zod;
 
-use sandbox_core::ObjectWriter;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 pub use adapters::{AdapterRegistryEntry, StringMap};
@@ -142,57 +142,70 @@ impl KubernetesConfig {
     pub fn parse_input(raw: Option<&Value>) -> Result<KubernetesConfig, ZodIssues> {
         schema::parse_provider_config(raw)
     }
+}
 
-    /// Writes the normalised config (`normalizedConfig`, zod's output) straight from the typed
-    /// config, keys in schema order, absent optional keys left out: no `Value` tree is built
-    /// only for the bridge to walk into text (the kubeconfig among its strings is often
-    /// kilobytes, and is escaped once, into the result).
-    pub fn write_normalized(&self, out: &mut ObjectWriter<'_>) {
-        out.bool("inCluster", self.in_cluster);
-        if let Some(kubeconfig) = &self.kubeconfig {
-            out.string("kubeconfig", kubeconfig);
+/// `normalizedConfig` as the original returns it: schema key order, defaults filled in,
+/// unknown keys gone, optional keys that were not supplied absent. Written from the typed config
+/// (no `Value` tree built only to be written out).
+pub struct Normalized<'a>(pub &'a KubernetesConfig);
+
+impl Serialize for Normalized<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let config = self.0;
+        let mut out = serializer.serialize_map(None)?;
+        out.serialize_entry("inCluster", &config.in_cluster)?;
+        if let Some(kubeconfig) = &config.kubeconfig {
+            out.serialize_entry("kubeconfig", kubeconfig)?;
         }
-        out.string("namespacePrefix", &self.namespace_prefix);
-        if let Some(slug) = &self.company_slug {
-            out.string("companySlug", slug);
+        out.serialize_entry("namespacePrefix", &config.namespace_prefix)?;
+        if let Some(slug) = &config.company_slug {
+            out.serialize_entry("companySlug", slug)?;
         }
-        if let Some(registry) = &self.image_registry {
-            out.string("imageRegistry", registry);
+        if let Some(registry) = &config.image_registry {
+            out.serialize_entry("imageRegistry", registry)?;
         }
-        out.strings("imageAllowList", &self.image_allow_list);
-        out.strings("imagePullSecrets", &self.image_pull_secrets);
-        out.strings("egressAllowFqdns", &self.egress_allow_fqdns);
-        out.strings("egressAllowCidrs", &self.egress_allow_cidrs);
-        out.string("egressMode", self.egress_mode.as_str());
-        let selector = self.paperclip_server_pod_selector.iter();
-        out.string_map("paperclipServerPodSelector", selector.map(|(k, v)| (k, v)));
-        if let Some(resources) = &self.default_resources {
-            out.value("defaultResources", &resources.to_json());
+        out.serialize_entry("imageAllowList", &config.image_allow_list)?;
+        out.serialize_entry("imagePullSecrets", &config.image_pull_secrets)?;
+        out.serialize_entry("egressAllowFqdns", &config.egress_allow_fqdns)?;
+        out.serialize_entry("egressAllowCidrs", &config.egress_allow_cidrs)?;
+        out.serialize_entry("egressMode", config.egress_mode.as_str())?;
+        out.serialize_entry(
+            "paperclipServerPodSelector",
+            &Entries(&config.paperclip_server_pod_selector),
+        )?;
+        if let Some(resources) = &config.default_resources {
+            out.serialize_entry("defaultResources", &resources.to_json())?;
         }
-        if let Some(class) = &self.runtime_class_name {
-            out.string("runtimeClassName", class);
+        if let Some(class) = &config.runtime_class_name {
+            out.serialize_entry("runtimeClassName", class)?;
         }
-        let annotations = self.service_account_annotations.iter();
-        out.string_map(
+        out.serialize_entry(
             "serviceAccountAnnotations",
-            annotations.map(|(k, v)| (k, v)),
-        );
-        out.value(
+            &Entries(&config.service_account_annotations),
+        )?;
+        out.serialize_entry(
             "jobTtlSecondsAfterFinished",
-            &number::json_value(self.job_ttl_seconds_after_finished),
-        );
-        out.value(
+            &number::json_value(config.job_ttl_seconds_after_finished),
+        )?;
+        out.serialize_entry(
             "podActivityDeadlineSec",
-            &number::json_value(self.pod_activity_deadline_sec),
-        );
-        out.string("adapterType", &self.adapter_type);
-        if let Some(adapters) = &self.adapters {
+            &number::json_value(config.pod_activity_deadline_sec),
+        )?;
+        out.serialize_entry("adapterType", &config.adapter_type)?;
+        if let Some(adapters) = &config.adapters {
             let adapters: Value = adapters.iter().map(AdapterRegistryEntry::to_json).collect();
-            out.value("adapters", &adapters);
+            out.serialize_entry("adapters", &adapters)?;
         }
-        out.string("backend", self.backend.as_str());
+        out.serialize_entry("backend", config.backend.as_str())?;
+        out.end()
     }
 }
 
-/// Room for a validate result's text up front, besides its kubeconfig's (which the caller adds).
-pub const NORMALIZED_TEXT_CAPACITY: usize = 1024;
+/// A string map as a JSON object, in its order.
+struct Entries<'a>(&'a StringMap);
+
+impl Serialize for Entries<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(key, value)| (key, value)))
+    }
+}

@@ -19,13 +19,13 @@ pub mod login;
 pub mod sync;
 mod table;
 
-use sandbox_core::json_text::string_field_room;
-use sandbox_core::{ErrorClass, HookValue, JsonText, ProviderError, ProviderResult};
+use sandbox_core::{ErrorClass, HookValue, ProviderError, ProviderResult};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
 use crate::cluster::ClusterError;
 use crate::config::adapters::get_adapter_defaults;
-use crate::config::{Backend, KubernetesConfig, NORMALIZED_TEXT_CAPACITY, ZodIssues};
+use crate::config::{Backend, KubernetesConfig, Normalized, ZodIssues};
 use crate::lease::egress_warnings::validate_config_warning;
 use js_compat::value;
 
@@ -69,23 +69,27 @@ pub fn validate_config(params: &Value) -> ProviderResult<HookValue> {
     }
     let defaults = get_adapter_defaults(&config.adapter_type, config.adapters.as_deref())?;
     let warning = validate_config_warning(&config, &defaults.allow_fqdns);
-    // Written from the typed config: no `Value` tree built only to be walked into text.
-    // Room for the kubeconfig as it is written, so the buffer is not regrown midway.
-    let kubeconfig_room = config
-        .kubeconfig
-        .as_deref()
-        .map_or(0, |k| string_field_room(k.len()));
-    let result = JsonText::object(NORMALIZED_TEXT_CAPACITY + kubeconfig_room, |result| {
-        result.bool("ok", true);
-        result.object("normalizedConfig", |normalized| {
-            config.write_normalized(normalized)
-        });
-        // `warnings: []` becomes `undefined`, which JSON drops.
-        if let Some(warning) = &warning {
-            result.strings("warnings", std::slice::from_ref(warning));
+    Ok(HookValue::typed(Valid { config, warning }))
+}
+
+/// A successful validate result, `{ok: true, normalizedConfig, warnings?}`, written from the
+/// typed config.
+struct Valid {
+    config: KubernetesConfig,
+    /// `warnings: []` becomes `undefined`, which JSON drops.
+    warning: Option<String>,
+}
+
+impl Serialize for Valid {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut result = serializer.serialize_map(None)?;
+        result.serialize_entry("ok", &true)?;
+        result.serialize_entry("normalizedConfig", &Normalized(&self.config))?;
+        if let Some(warning) = &self.warning {
+            result.serialize_entry("warnings", std::slice::from_ref(warning))?;
         }
-    });
-    Ok(result.into())
+        result.end()
+    }
 }
 
 /// `onEnvironmentProbe`'s answer when the config does not parse; `None` when it does (the probe

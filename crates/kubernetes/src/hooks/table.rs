@@ -11,12 +11,6 @@ use serde_json::Value;
 use crate::provider::KubernetesProvider;
 
 impl Provider for KubernetesProvider {
-    /// Every hook's params carry the config, and its kubeconfig is kilobytes (an embedded CA,
-    /// client certificates).
-    fn params_carry_long_strings(&self) -> bool {
-        true
-    }
-
     fn setup(&self, sink: &dyn HostSink) {
         KubernetesProvider::setup(self, sink);
     }

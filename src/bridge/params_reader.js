@@ -1,7 +1,8 @@
-// Compiled once per provider by src/js_params.rs (`napi_run_script`): a script whose value is the
-// function that writes a hook's params as one string, in the form src/js_params.rs parses, or
-// returns `undefined` when the params go down the JSON text path. It is conversion only: it
-// reads what `JSON.stringify` would read, in the order it reads it, and decides nothing.
+// Compiled once per provider by src/bridge/params.rs (`napi_run_script`): a script whose value is
+// the function that hands a hook's params to Rust as one string: small plain params in the form
+// params.rs parses (after a leading `~`), anything else as `JSON.stringify`'s text, or the number
+// 0 for params too deep for `JSON.stringify` (its stack ran out). It is conversion only: it reads
+// what `JSON.stringify` would read, in the order it reads it, and decides nothing.
 //
 // The form, one token after another (lengths in UTF-16 units, as JS counts them):
 //   n | t | f                    null, true, false
@@ -12,8 +13,10 @@
 // A string is copied once, where `JSON.stringify` would escape it and serde_json unescape it.
 (() => {
   "use strict";
-  // Mirrors src/js_params.rs's MAX_VALUES and MAX_DEPTH (that module passes them in).
+  // params.rs passes its MAX_VALUES and MAX_DEPTH in.
   const objectPrototype = Object.prototype;
+  const { stringify } = JSON;
+  const TOO_DEEP = 0;
   const { getPrototypeOf, keys } = Object;
   const { isArray } = Array;
   const GIVE_UP = Symbol("give up");
@@ -78,14 +81,20 @@
 
     return (params) => {
       budget = maxValues;
-      out = "";
+      out = "~";
       try {
-        return write(params, 0) ? out : undefined;
+        if (write(params, 0)) return out;
       } catch {
-        // GIVE_UP, or what a getter or a proxy threw: the text path meets it again.
-        return undefined;
+        // GIVE_UP, or what a getter or a proxy threw: JSON.stringify meets it again.
       } finally {
         out = "";
+      }
+      try {
+        return stringify(params);
+      } catch (error) {
+        // Its stack ran out; anything else (a BigInt's TypeError) is thrown as it is.
+        if (error instanceof RangeError) return TOO_DEEP;
+        throw error;
       }
     };
   };

@@ -1,16 +1,16 @@
 //! Strings across the boundary in one pass each way, for the texts every hook call moves: its
-//! params' JSON in, its outcome's JSON out, and its hook name.
+//! params in, its outcome's text and long strings out, and its hook name.
 //!
 //! napi-rs's `String` conversions take two passes over a string going into Rust
 //! (`napi_get_value_string_utf8` once to measure the UTF-8 length, once to copy) and decode UTF-8
 //! coming out. A validate call's params carry the kubeconfig (kilobytes), so both passes cost
 //! instructions per byte of it on every call, in and out:
 //!
-//! * In ([`Utf8Text`]): the string's UTF-16 length is read first (free: V8 stores it), and a
+//! * In ([`read_utf8`]): the string's UTF-16 length is read first (free: V8 stores it), and a
 //!   UTF-8 copy of at most three bytes per UTF-16 unit fits in a buffer of three times that, so
 //!   one `napi_get_value_string_utf8` call fills it. Past [`ONE_PASS_LIMIT`] units the buffer
 //!   would waste too much, so the copy is measured first, as napi-rs does.
-//! * Out ([`JsText`]): JSON text is nearly always ASCII, and an ASCII string is its own Latin-1,
+//! * Out ([`create_string`]): JSON text is nearly always ASCII, and an ASCII string is its own Latin-1,
 //!   so V8 copies it as it is (`napi_create_string_latin1`) instead of decoding UTF-8; anything
 //!   else still crosses as UTF-8.
 
@@ -21,16 +21,6 @@ use sandbox_core::Hook;
 /// A string longer than this many UTF-16 units is measured before it is copied (see the module
 /// docs): a one-pass buffer for it would be up to three times its UTF-8 size.
 const ONE_PASS_LIMIT: usize = 64 * 1024;
-
-/// A JS string read into Rust in one pass (see the module docs).
-pub struct Utf8Text(pub String);
-
-impl FromNapiValue for Utf8Text {
-    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-        // SAFETY: `from_napi_value`'s contract: `value` is a live handle of `env`, on its thread.
-        unsafe { read_utf8(env, value) }.map(Utf8Text)
-    }
-}
 
 /// A JS string's UTF-8 copy, in one pass when it is short (see the module docs); lone
 /// surrogates become U+FFFD, as V8 writes them.
@@ -116,7 +106,7 @@ unsafe fn with_utf8_short_first<T>(
     unsafe { read_utf8(env, value) }.map(|text| read(&text))
 }
 
-/// A hook's name as `NativeProvider.call` and the hook caller take it: the [`Hook`] it names,
+/// A hook's name as the hook caller takes it: the [`Hook`] it names,
 /// found from a stack copy (the names are short), or, for a name that is no hook's, the name
 /// itself for the error that reports it.
 pub struct HookName(pub Result<Hook, String>);
@@ -130,16 +120,6 @@ impl FromNapiValue for HookName {
             })
         }
         .map(HookName)
-    }
-}
-
-/// Text handed to JS as a string, copied as Latin-1 when it is ASCII (see the module docs).
-pub struct JsText(pub String);
-
-impl ToNapiValue for JsText {
-    unsafe fn to_napi_value(env: sys::napi_env, text: Self) -> napi::Result<sys::napi_value> {
-        // SAFETY: `to_napi_value`'s contract: `env` is the current env, on its JS thread.
-        unsafe { create_string(env, &text.0) }
     }
 }
 
@@ -161,11 +141,11 @@ pub(crate) unsafe fn create_string(
     // `text`'s bytes, borrowed for the call (V8 copies them), and Latin-1 is chosen only for
     // ASCII, whose bytes are the same characters in both; `value` is a local.
     let status = unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut value) };
-    crate::napi_status::check(status, "a hook's outcome text")?;
+    crate::napi_status::check(status, "a string for JavaScript")?;
     Ok(value)
 }
 
-/// A JS value as napi handed it over, for the few calls that pass one straight on.
+/// A JS value as napi handed it over, for the few values passed straight on.
 pub struct RawValue(pub sys::napi_value);
 
 impl FromNapiValue for RawValue {

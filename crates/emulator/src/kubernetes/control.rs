@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 
 use super::controllers::apply_sandbox_plan;
 use super::faults::{FaultAction, Faults};
+use super::kubelet;
 use super::options::{SandboxPlan, Settings, SettingsPatch};
-use super::pods;
 use super::request_log::{RequestLog, RequestRecord};
 use super::state::{App, DenyRule};
 use super::store::ObjKey;
@@ -233,7 +233,7 @@ async fn fail_pod(
     if app.store.get(&key).is_none() {
         return control::not_found("no such pod");
     }
-    pods::fail_pod(
+    kubelet::fail_pod(
         &app,
         &key,
         body.reason.as_deref().unwrap_or("Evicted"),

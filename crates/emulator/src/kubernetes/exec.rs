@@ -25,7 +25,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::faults::FaultAction;
-use super::pods::{self, ContainerEnv, PodRuntime, effective_argv};
+use super::kubelet::{self, effective_argv};
+use super::pod_runtime::{ContainerEnv, PodRuntime};
 use super::route::{Query, ResourceRequest};
 use super::state::App;
 use super::status::{KubeError, KubeResult};
@@ -90,7 +91,7 @@ pub fn prepare(
             "you must specify at least 1 of stdin, stdout, stderr",
         ));
     }
-    let container_name = pods::container_named(&pod, &name, q.get("container"))?;
+    let container_name = kubelet::container_named(&pod, &name, q.get("container"))?;
     let phase = pod
         .pointer("/status/phase")
         .and_then(Value::as_str)
@@ -369,7 +370,7 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
     } else {
         IoMode::Pipes { stdin: plan.stdin }
     };
-    let (launched, guard) = match plan.pod.launch(&app, &plan.container, argv, io) {
+    let (launched, guard) = match plan.pod.launch(&app.bwrap, &plan.container, argv, io) {
         Ok(l) => l,
         Err(e) => {
             let status = json!({ "metadata": {}, "status": "Failure", "reason": "InternalError",

@@ -17,16 +17,37 @@
 //! - faults, a request log, live counts and a control API under `/_emulator/`.
 //!
 //! Start one with [`KubernetesEmulator::start`] or the `kubernetes-emulator` binary.
+//!
+//! ## Layers
+//!
+//! The modules form a tree: each imports only modules on the lines above its own (besides
+//! [`crate::common`] and [`crate::sandbox_runner`]), and none imports this module, which
+//! declares them, starts the servers and holds the handle.
+//!
+//! 1. `util`, `resources`, `options`, `patch`, `kubeconfig`, `request_log`: helpers, the
+//!    resource table and the settings, importing nothing of the emulator but `util`.
+//! 2. `status` (`Status` errors), `store` (objects, resourceVersions, events), `route`,
+//!    `selectors`, `faults`.
+//! 3. `pod_runtime`: a pod's processes and files, keyed by the pod only.
+//! 4. `state`: [`App`](state::App), the state every path shares, holding the pod runtimes.
+//! 5. `objects` (create, validate, default, update rules), `deletion` (deletion with
+//!    propagation, finalizers and namespace termination), `watch`.
+//! 6. `kubelet`: runs pods (roots, environments, commands, statuses).
+//! 7. `controllers`: garbage collector, Sandbox and Job controllers, fed by the store's events.
+//! 8. `exec` (`pods/exec` websockets), `rest` (the REST handlers), `control` (`/_emulator/`).
+//! 9. `server`: routing and the accept loops.
 
 mod control;
 mod controllers;
+mod deletion;
 mod exec;
 mod faults;
 mod kubeconfig;
+mod kubelet;
 mod objects;
 mod options;
 mod patch;
-mod pods;
+mod pod_runtime;
 mod request_log;
 mod resources;
 mod rest;
@@ -299,7 +320,7 @@ impl KubernetesEmulator {
         if self.app.store.get(&key).is_none() {
             return false;
         }
-        pods::fail_pod(&self.app, &key, reason, message);
+        kubelet::fail_pod(&self.app, &key, reason, message);
         true
     }
 

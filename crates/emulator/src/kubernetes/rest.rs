@@ -11,14 +11,15 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::deletion::{Propagation, delete_object, finalize_if_done};
 use super::faults::FaultAction;
+use super::kubelet;
 use super::objects;
 use super::patch;
-use super::pods;
 use super::resources::{ResourceType, version_info};
 use super::route::{Query, ResourceRequest, Route};
 use super::selectors::{FieldSelector, LabelSelector};
-use super::state::{App, Propagation};
+use super::state::App;
 use super::status::{KubeError, KubeResult, json_response};
 use super::store::{ObjKey, meta_str, rv_of};
 use super::watch::{self, WatchParams};
@@ -265,7 +266,7 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
                 return Ok(json_response(200, &app.render(&obj, &rt, &rr.version)));
             }
             let (obj, gone) =
-                app.delete_object(&k, propagation, grace, opts.get("preconditions"))?;
+                delete_object(app, &k, propagation, grace, opts.get("preconditions"))?;
             // As the real API server: an object deleted at once is answered with a `Status`
             // (pods excepted, whose registry returns the object); one that now carries a
             // deletionTimestamp (finalizers, foreground, grace) is returned as it stands.
@@ -290,7 +291,7 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
                     meta_str(obj, "namespace").unwrap_or(""),
                     name,
                 );
-                if let Ok((o, _)) = app.delete_object(&k, None, None, None) {
+                if let Ok((o, _)) = delete_object(app, &k, None, None, None) {
                     deleted.push(app.render(&o, &rt, &rr.version));
                 }
             }
@@ -367,7 +368,7 @@ fn write_object(
         .store
         .update(key, write)
         .ok_or_else(|| KubeError::not_found(rt, &key.name))??;
-    app.finalize_if_done(key);
+    finalize_if_done(app, key);
     Ok(updated)
 }
 
@@ -497,7 +498,7 @@ fn pod_log(app: &App, rt: &ResourceType, key: &ObjKey, q: &Query) -> KubeResult<
         .store
         .get(key)
         .ok_or_else(|| KubeError::not_found(rt, &key.name))?;
-    let container = pods::container_named(&pod, &key.name, q.get("container"))?;
+    let container = kubelet::container_named(&pod, &key.name, q.get("container"))?;
     let uid = meta_str(&pod, "uid").unwrap_or_default();
     let waiting = pod
         .pointer("/status/containerStatuses")

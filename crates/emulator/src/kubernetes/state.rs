@@ -1,5 +1,7 @@
-//! Shared emulator state and the object operations every path (REST handlers, controllers,
-//! control API) goes through: rendering, deletion with propagation and finalizers.
+//! Shared emulator state, [`App`], and the reads every path (REST handlers, controllers,
+//! control API) shares: rendering, namespace and deny checks, Sandbox plans, pod runtimes.
+//! It imports only the layers below it (store, settings, faults, request log, pod runtimes);
+//! deletion, object creation, the kubelet and the controllers sit above it and take an `App`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,32 +14,13 @@ use tokio::sync::watch;
 
 use super::faults::Faults;
 use super::options::{KubeEmulatorOptions, SandboxPlan, Settings};
-use super::pods::PodRuntime;
+use super::pod_runtime::PodRuntime;
 use super::request_log::RequestLog;
 use super::resources::{Registry, ResourceType};
 use super::status::{KubeError, KubeResult};
-use super::store::{ObjKey, Store, meta_str};
-use super::util::now;
+use super::store::{ObjKey, Store};
+use super::util::raised;
 use crate::sandbox_runner::Bwrap;
-
-/// `propagationPolicy` of a delete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Propagation {
-    Orphan,
-    Background,
-    Foreground,
-}
-
-impl Propagation {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "Orphan" => Some(Propagation::Orphan),
-            "Background" => Some(Propagation::Background),
-            "Foreground" => Some(Propagation::Foreground),
-            _ => None,
-        }
-    }
-}
 
 /// A 403 rule (control API): requests matching every given field are forbidden.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -153,166 +136,6 @@ impl App {
         })
     }
 
-    /// Deletes an object the way the API server would: preconditions, finalizers, graceful
-    /// pod termination, and ownerReference propagation. Returns the object and whether it is
-    /// gone already (`false`: it now carries a `deletionTimestamp`).
-    pub fn delete_object(
-        self: &Arc<Self>,
-        key: &ObjKey,
-        propagation: Option<Propagation>,
-        grace_seconds: Option<i64>,
-        preconditions: Option<&Value>,
-    ) -> KubeResult<(Value, bool)> {
-        let rt = self.rt(&key.group, &key.plural).clone();
-        let obj = self
-            .store
-            .get(key)
-            .ok_or_else(|| KubeError::not_found(&rt, &key.name))?;
-        if let Some(pre) = preconditions {
-            for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
-                if let Some(want) = pre.get(field).and_then(Value::as_str) {
-                    let have = meta_str(&obj, field).unwrap_or_default();
-                    if want != have {
-                        return Err(KubeError::conflict(
-                            &rt,
-                            &key.name,
-                            &format!(
-                                "Precondition failed: {label} in precondition: {want}, {label} in object meta: {have}"
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
-        let finalizers = |o: &Value| -> Vec<String> {
-            o.pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        if obj.pointer("/metadata/deletionTimestamp").is_some() {
-            if finalizers(&obj).is_empty() && key.plural != "namespaces" && key.plural != "pods" {
-                let gone = self.store.remove(key).unwrap_or(obj);
-                return Ok((gone, true));
-            }
-            if key.plural == "pods" && grace_seconds == Some(0) {
-                let gone = self.store.remove(key).unwrap_or(obj);
-                return Ok((gone, true));
-            }
-            return Ok((obj, false));
-        }
-        // batch/v1 Jobs orphan their pods unless told otherwise (kept for compatibility by
-        // the real API server; kubectl sends Background explicitly).
-        let propagation = propagation.unwrap_or(if key.plural == "jobs" {
-            Propagation::Orphan
-        } else {
-            Propagation::Background
-        });
-        if propagation == Propagation::Orphan {
-            for (dep, _) in self.store.dependents(&key.namespace, &uid) {
-                self.store.update::<()>(&dep, |o| {
-                    if let Some(Value::Array(refs)) = o.pointer_mut("/metadata/ownerReferences") {
-                        refs.retain(|r| r["uid"] != uid.as_str());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        let stamp = |o: &mut Value, extra_finalizer: Option<&str>, grace: i64| {
-            o["metadata"]["deletionTimestamp"] = json!(now());
-            o["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
-            if let Some(f) = extra_finalizer {
-                let list = o["metadata"]
-                    .as_object_mut()
-                    .expect("metadata")
-                    .entry("finalizers")
-                    .or_insert(json!([]));
-                if let Value::Array(a) = list
-                    && !a.iter().any(|v| v == f)
-                {
-                    a.push(json!(f));
-                }
-            }
-        };
-        let deferred = |f: &dyn Fn(&mut Value)| -> KubeResult<(Value, bool)> {
-            let updated = self
-                .store
-                .update::<()>(key, |o| {
-                    f(o);
-                    Ok(())
-                })
-                .and_then(Result::ok)
-                .ok_or_else(|| KubeError::not_found(&rt, &key.name))?;
-            Ok((updated, false))
-        };
-        if key.plural == "namespaces" {
-            let out = deferred(&|o| {
-                stamp(o, None, 0);
-                o["status"]["phase"] = json!("Terminating");
-            })?;
-            tokio::spawn(super::controllers::clean_namespace(
-                self.clone(),
-                key.name.clone(),
-            ));
-            return Ok(out);
-        }
-        if propagation == Propagation::Foreground {
-            return deferred(&|o| stamp(o, Some("foregroundDeletion"), 0));
-        }
-        if !finalizers(&obj).is_empty() {
-            return deferred(&|o| stamp(o, None, 0));
-        }
-        if key.plural == "pods" {
-            let delay = self.settings().pod_termination_delay();
-            let grace = grace_seconds
-                .or_else(|| {
-                    obj.pointer("/spec/terminationGracePeriodSeconds")
-                        .and_then(Value::as_i64)
-                })
-                .unwrap_or(30);
-            if !delay.is_zero() && grace != 0 {
-                let out = deferred(&|o| stamp(o, None, grace))?;
-                let (app, key) = (self.clone(), key.clone());
-                tokio::spawn(async move {
-                    let mut stop = app.stop.subscribe();
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = super::util::raised(&mut stop) => return,
-                    }
-                    app.store.remove(&key);
-                });
-                return Ok(out);
-            }
-        }
-        let gone = self
-            .store
-            .remove(key)
-            .ok_or_else(|| KubeError::not_found(&rt, &key.name))?;
-        Ok((gone, true))
-    }
-
-    /// Removes an object whose deletion was deferred once nothing holds it any more.
-    pub fn finalize_if_done(&self, key: &ObjKey) {
-        let Some(obj) = self.store.get(key) else {
-            return;
-        };
-        let done = obj.pointer("/metadata/deletionTimestamp").is_some()
-            && obj
-                .pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .is_none_or(|a| a.is_empty())
-            && key.plural != "pods"
-            && key.plural != "namespaces";
-        if done {
-            self.store.remove(key);
-        }
-    }
-
     /// The runtime of a pod, by uid.
     pub fn pod_runtime(&self, uid: &str) -> Option<Arc<PodRuntime>> {
         self.pods.lock().unwrap().get(uid).cloned()
@@ -341,7 +164,7 @@ impl App {
         let mut stop = self.stop.subscribe();
         tokio::select! {
             _ = tokio::time::sleep(d) => true,
-            _ = super::util::raised(&mut stop) => false,
+            _ = raised(&mut stop) => false,
         }
     }
 

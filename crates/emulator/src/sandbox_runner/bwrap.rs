@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use super::RunnerError;
+use super::error::RunnerError;
 
 /// Debian/Ubuntu package that provides `bwrap`; named in the error when it is missing.
 pub const BWRAP_PACKAGE: &str = "bubblewrap";

@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use super::Bwrap;
+use super::bwrap::Bwrap;
 
 /// The host directory that is `/` inside one sandbox. Removed by [`SandboxRoot::remove`] (the
 /// emulator also removes its whole parent directory on shutdown, so nothing outlives it).

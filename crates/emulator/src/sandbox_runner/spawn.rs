@@ -13,8 +13,7 @@ use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
-use super::Bwrap;
-use super::bwrap::PidMode;
+use super::bwrap::{Bwrap, PidMode};
 use super::procfs::session_members;
 
 /// How the command's standard streams are connected.

@@ -381,29 +381,9 @@ start() {
   pids[$name]=$!
 }
 
-wait_for() {
-  local name=$1 seconds=$2
-  shift 2
-  local deadline=$(($(date +%s) + seconds))
-  until "$@" >/dev/null 2>&1; do
-    kill -0 "${pids[$name]}" 2>/dev/null || fail "$name exited during start-up" "$name"
-    [ "$(date +%s)" -lt "$deadline" ] || fail "$name was not ready within ${seconds}s" "$name"
-    sleep 0.2
-  done
-}
-
-ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-free_port() {
-  local port
-  for _ in $(seq 200); do
-    port=$((10000 + (RANDOM * 32768 + RANDOM) % (ephemeral_low - 10000)))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      printf -v "$1" '%s' "$port"
-      return
-    fi
-  done
-  fail "no free port found"
-}
+# free_port and wait_for.
+# shellcheck source=../lib/start-up.sh
+source "$here/../lib/start-up.sh"
 
 # --- network: the kubelet's address and the pods' bridge ----------------------------------------
 ip addr add "$NODE_IP/32" dev lo || fail "could not add $NODE_IP/32 to the loopback interface"

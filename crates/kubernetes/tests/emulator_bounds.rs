@@ -13,7 +13,6 @@
 //!   and its terminal's exec upgrade each end on their bound with the contract's message where
 //!   it has one (readiness and exec timeouts), else `K8S_API_TIMEOUT`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +24,11 @@ use kubernetes::exec::RESULT_TAIL_BYTES;
 use sandbox_core::poll::poll;
 use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
+
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::{config, job_shim_override};
 
 /// The host drops a reply line over this many characters (its JSON-RPC line limit).
 const HOST_LINE_LIMIT: usize = 128 * 1024 * 1024;
@@ -42,8 +46,7 @@ impl Bed {
             .await
             .expect("emulator starts");
         let provider = KubernetesProvider::new();
-        let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
-            "backend": "sandbox-cr", "egressMode": "cilium"});
+        let config = config(&emu, "sandbox-cr");
         let acquired = provider
             .acquire_lease(
                 &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
@@ -487,15 +490,11 @@ async fn an_execute_whose_exec_upgrade_hangs_times_out_on_its_watchdog() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_execute_whose_status_poll_hangs_times_out_on_its_deadline() {
     let mut opts = KubeEmulatorOptions::for_tests();
-    opts.command_overrides = BTreeMap::from([(
-        "/usr/local/bin/paperclip-agent-shim".to_string(),
-        vec!["/bin/sh".into(), "-c".into(), "echo job-output".into()],
-    )]);
+    opts.command_overrides = job_shim_override();
     let emu = KubernetesEmulator::start(opts)
         .await
         .expect("emulator starts");
-    let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
-        "backend": "job", "egressMode": "cilium"});
+    let config = config(&emu, "job");
     let provider = KubernetesProvider::new();
     let acquired = provider
         .acquire_lease(

@@ -12,6 +12,10 @@ use sandbox_core::NullSink;
 use sandbox_core::poll::poll;
 use serde_json::{Value, json};
 
+#[path = "support/timed_out.rs"]
+mod timed_out;
+use timed_out::assert_timed_out as timed_out;
+
 /// The exec floor: a `timeoutMs` below it still gets 5 s.
 const FLOOR: Duration = Duration::from_millis(5_000);
 /// The grace period between `TERM` and `KILL`.
@@ -97,21 +101,6 @@ impl Bed {
             .unwrap();
         self.emu.shutdown().await;
     }
-}
-
-fn timed_out(result: &Value, cmd0: &str) {
-    let pod = result["metadata"]["podName"].as_str().unwrap();
-    assert_eq!(result["timedOut"], true, "{result}");
-    assert_eq!(result["exitCode"], Value::Null);
-    assert_eq!(result["signal"], Value::Null);
-    assert_eq!(result["stdout"], "");
-    // The message is the original's: it names the command's own first word.
-    assert_eq!(
-        result["stderr"],
-        format!(
-            "execInPod timed out after 5000ms (pod={pod}, container=agent, cmd0={cmd0}). The WebSocket likely dropped before the command produced a status frame."
-        )
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

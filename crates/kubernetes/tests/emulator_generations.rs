@@ -3,33 +3,17 @@
 //! kube-rs client: discovery served by the emulator at the versions each test chooses, commands
 //! really run in the pod, faults injected on the wire.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use emulator::kubernetes::{FaultAction, FaultRule, KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
-use sandbox_core::poll::poll;
-use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
+use sandbox_core::recording_sink::RecordingSink;
 use serde_json::{Value, json};
 
-const NS: &str = "paperclip-acme";
-
-#[derive(Default)]
-struct Sink {
-    output: Mutex<Vec<(OutputStream, String)>>,
-}
-
-impl HostSink for Sink {
-    fn log(&self, _: LogLevel, _: &str) {}
-    fn execution_log(&self, stream: OutputStream, chunk: String) -> BoxFuture<'_, ()> {
-        self.output.lock().unwrap().push((stream, chunk));
-        Box::pin(async {})
-    }
-    fn login_output(&self, _: &str, _: &str, _: String) {}
-    fn login_exit(&self, _: &str, _: &str, _: Option<i32>) {}
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
-}
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::{NS, config, until_clean};
 
 async fn start(versions: &[&str]) -> KubernetesEmulator {
     let mut opts = KubeEmulatorOptions::for_tests();
@@ -41,11 +25,6 @@ async fn start(versions: &[&str]) -> KubernetesEmulator {
         .expect("emulator starts")
 }
 
-fn config(emu: &KubernetesEmulator, backend: &str) -> Value {
-    json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme", "backend": backend,
-        "egressMode": "cilium"})
-}
-
 fn acquire_params(emu: &KubernetesEmulator, backend: &str, run: &str) -> Value {
     json!({"config": config(emu, backend), "companyId": "c-1", "environmentId": "e-1", "runId": run,
         "executionWorkspaceSettings": {"networkEgress": {"allowFqdns": ["github.com"]}}})
@@ -54,48 +33,6 @@ fn acquire_params(emu: &KubernetesEmulator, backend: &str, run: &str) -> Value {
 fn lease_params(emu: &KubernetesEmulator, backend: &str, lease: &Value) -> Value {
     json!({"config": config(emu, backend), "companyId": "c-1",
         "providerLeaseId": lease["providerLeaseId"], "leaseMetadata": lease["metadata"]})
-}
-
-/// Lease-scoped objects left in the tenant namespace (its own two policies excluded), and live
-/// processes.
-fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
-    let counts = emu.counts();
-    let mut left: Vec<(String, usize)> = [
-        "pods",
-        "sandboxes",
-        "jobs",
-        "secrets",
-        "ciliumnetworkpolicies",
-        "networkpolicies",
-    ]
-    .iter()
-    .map(|plural| {
-        let tenant = usize::from(plural.ends_with("networkpolicies"));
-        (
-            plural.to_string(),
-            counts.count(NS, plural).saturating_sub(tenant),
-        )
-    })
-    .filter(|(_, n)| *n > 0)
-    .collect();
-    if counts.live_processes > 0 {
-        left.push(("live processes".into(), counts.live_processes));
-    }
-    left
-}
-
-/// Waits (bounded) for deletion and garbage collection to settle.
-async fn until_clean(emu: &KubernetesEmulator, what: &str) {
-    poll(format!("{what}: nothing left"), Duration::from_secs(10))
-        .until(|| {
-            let left = leaked(emu);
-            if left.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("leaked {left:?}"))
-            }
-        })
-        .await;
 }
 
 fn status_fault(method: &str, path: &str, nth: u64) -> FaultRule {
@@ -129,7 +66,7 @@ fn requests(
 async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
     let emu = start(&["v1beta1", "v1alpha1"]).await;
     let provider = KubernetesProvider::new();
-    let sink = Sink::default();
+    let sink = RecordingSink::default();
     let lease = provider
         .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-beta"), &sink)
         .await
@@ -260,7 +197,7 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
     let deleted = requests(&emu, "delete", "sandboxes");
     assert_eq!(deleted.len(), 1);
     assert_eq!(deleted[0].version.as_deref(), Some("v1beta1"));
-    until_clean(&emu, "after release").await;
+    until_clean(&emu, "after release", Duration::from_secs(10)).await;
     emu.shutdown().await;
 }
 
@@ -268,7 +205,7 @@ async fn a_v1beta1_cluster_gets_v1beta1_sandboxes_end_to_end() {
 async fn a_v1alpha1_only_cluster_gets_v1alpha1_and_sends_the_limit_range_without_default() {
     let emu = start(&["v1alpha1"]).await;
     let provider = KubernetesProvider::new();
-    let sink = Sink::default();
+    let sink = RecordingSink::default();
     let lease = provider
         .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-alpha"), &sink)
         .await
@@ -310,7 +247,7 @@ async fn a_v1alpha1_only_cluster_gets_v1alpha1_and_sends_the_limit_range_without
     assert_eq!(deletes.len(), 2, "{deletes:?}");
     assert!(deletes[0].starts_with("/apis/agents.x-k8s.io/v1beta1/"));
     assert!(deletes[1].starts_with("/apis/agents.x-k8s.io/v1alpha1/"));
-    until_clean(&emu, "after destroy").await;
+    until_clean(&emu, "after destroy", Duration::from_secs(10)).await;
     emu.shutdown().await;
 }
 
@@ -318,7 +255,7 @@ async fn a_v1alpha1_only_cluster_gets_v1alpha1_and_sends_the_limit_range_without
 async fn without_the_sandbox_api_a_sandbox_acquire_provisions_nothing() {
     let emu = start(&[]).await;
     let provider = KubernetesProvider::new();
-    let sink = Sink::default();
+    let sink = RecordingSink::default();
     let err = provider
         .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-none"), &sink)
         .await
@@ -348,7 +285,7 @@ async fn without_the_sandbox_api_a_sandbox_acquire_provisions_nothing() {
         .destroy_lease(&lease_params(&emu, "job", &lease), &sink)
         .await
         .unwrap();
-    until_clean(&emu, "after the job destroy").await;
+    until_clean(&emu, "after the job destroy", Duration::from_secs(10)).await;
     emu.shutdown().await;
 }
 
@@ -356,7 +293,7 @@ async fn without_the_sandbox_api_a_sandbox_acquire_provisions_nothing() {
 async fn a_failed_acquire_leaves_nothing_behind() {
     let emu = start(&["v1alpha1"]).await;
     let provider = KubernetesProvider::new();
-    let sink = Sink::default();
+    let sink = RecordingSink::default();
     // Provision the tenant first, so the faults below hit the lease's own requests.
     let lease = provider
         .acquire_lease(&acquire_params(&emu, "sandbox-cr", "run-0"), &sink)
@@ -366,7 +303,7 @@ async fn a_failed_acquire_leaves_nothing_behind() {
         .destroy_lease(&lease_params(&emu, "sandbox-cr", &lease), &sink)
         .await
         .unwrap();
-    until_clean(&emu, "the first lease").await;
+    until_clean(&emu, "the first lease", Duration::from_secs(10)).await;
 
     let faults = [
         (
@@ -440,7 +377,7 @@ async fn a_failed_acquire_leaves_nothing_behind() {
             "{backend}, {step}"
         );
         emu.clear_faults();
-        until_clean(&emu, &format!("{backend}, {step}")).await;
+        until_clean(&emu, &format!("{backend}, {step}"), Duration::from_secs(10)).await;
     }
     emu.shutdown().await;
 }

@@ -1,7 +1,6 @@
 //! Full lifecycles against the Kubernetes API emulator with the real kube-rs client: HTTPS with
 //! the generated kubeconfig, pods/exec over websocket running real processes, faults.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use emulator::kubernetes::{
@@ -14,16 +13,21 @@ use sandbox_core::poll::poll;
 use sandbox_core::recording_sink::RecordingSink;
 use serde_json::{Value, json};
 
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::{NS, config, job_shim_override, leaked_objects};
+
+#[path = "support/timed_out.rs"]
+mod timed_out;
+use timed_out::assert_timed_out;
+
 const CANARY: &str = "canary-token-5d1c9e7a3b";
-const NS: &str = "paperclip-acme";
 
 async fn start() -> KubernetesEmulator {
     let mut opts = KubeEmulatorOptions::for_tests();
     opts.token = Some(CANARY.into());
-    opts.command_overrides = BTreeMap::from([(
-        "/usr/local/bin/paperclip-agent-shim".to_string(),
-        vec!["/bin/sh".into(), "-c".into(), "echo job-output".into()],
-    )]);
+    opts.command_overrides = job_shim_override();
     KubernetesEmulator::start(opts)
         .await
         .expect("emulator starts")
@@ -32,38 +36,6 @@ async fn start() -> KubernetesEmulator {
 /// How long the emulator's garbage collection may take before a test fails (it acts at once;
 /// only a bug runs into this).
 const GC_WAIT: Duration = Duration::from_secs(10);
-
-fn config(emu: &KubernetesEmulator, backend: &str) -> Value {
-    json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme", "backend": backend,
-        "egressMode": "cilium"})
-}
-
-fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
-    let counts = emu.counts();
-    [
-        "pods",
-        "sandboxes",
-        "jobs",
-        "secrets",
-        "ciliumnetworkpolicies",
-        "networkpolicies",
-    ]
-    .iter()
-    .map(|plural| {
-        // The tenant's own policies stay: they belong to the namespace, not to a lease.
-        let tenant = match *plural {
-            "ciliumnetworkpolicies" => 1,
-            "networkpolicies" => 1,
-            _ => 0,
-        };
-        (
-            plural.to_string(),
-            counts.count(NS, plural).saturating_sub(tenant),
-        )
-    })
-    .filter(|(_, n)| *n > 0)
-    .collect()
-}
 
 fn assert_no_canary(sink: &RecordingSink, values: &[&Value]) {
     assert!(!sink.everything().contains(CANARY));
@@ -168,7 +140,7 @@ async fn sandbox_cr_lifecycle_with_real_exec() {
     // Released twice: the 404 is absorbed.
     assert_eq!(provider.release_lease(&release, &sink).await.unwrap(), None);
     poll("the lease's objects to be collected", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     assert_no_canary(&sink, &[&lease, &result, &probe]);
     emu.shutdown().await;
@@ -203,12 +175,12 @@ async fn job_lifecycle_reports_the_pod_log() {
     // Release deletes the Job only; its pod, Secret and policies go by cascade.
     assert_eq!(provider.release_lease(&destroy, &sink).await.unwrap(), None);
     poll("the job lease's objects to be collected", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     assert_eq!(provider.destroy_lease(&destroy, &sink).await.unwrap(), None);
     assert_eq!(provider.destroy_lease(&destroy, &sink).await.unwrap(), None);
     poll("the job lease's objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     assert_no_canary(&sink, &[&lease, &result]);
     emu.shutdown().await;
@@ -305,7 +277,7 @@ async fn sandbox_failures_at_execute() {
     );
     provider.destroy_lease(&resume, &sink).await.unwrap();
     poll("the failed lease's objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     emu.shutdown().await;
 }
@@ -342,18 +314,8 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
     let params = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "timeoutMs": 1000,
         "lease": {"providerLeaseId": id, "metadata": lease["metadata"]}, "command": "sleep 1; echo late"});
     let result = provider.execute(&params, &sink).await.unwrap();
-    assert_eq!(result["timedOut"], true, "{result}");
-    assert_eq!(result["exitCode"], Value::Null);
-    assert_eq!(result["signal"], Value::Null);
-    assert_eq!(result["stdout"], "");
-    let pod = result["metadata"]["podName"].as_str().unwrap();
     // As the original: the drop is noticed by the watchdog, and reported with its message.
-    assert_eq!(
-        result["stderr"],
-        format!(
-            "execInPod timed out after 5000ms (pod={pod}, container=agent, cmd0=/bin/sh). The WebSocket likely dropped before the command produced a status frame."
-        )
-    );
+    assert_timed_out(&result, "/bin/sh");
     provider
         .destroy_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "providerLeaseId": id,
@@ -363,7 +325,7 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
         .await
         .unwrap();
     poll("objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     emu.shutdown().await;
 }
@@ -416,7 +378,7 @@ async fn v4_exec_keeps_stdin_open_and_output_whole() {
         .await
         .unwrap();
     poll("objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     emu.shutdown().await;
 }
@@ -436,14 +398,7 @@ async fn exec_watchdog_and_setup_failures_are_timed_out_results() {
     params["command"] = json!("sleep 30");
     params["timeoutMs"] = json!(100);
     let result = provider.execute(&params, &sink).await.unwrap();
-    let pod_name = result["metadata"]["podName"].as_str().unwrap().to_string();
-    assert_eq!(
-        result["stderr"],
-        format!(
-            "execInPod timed out after 5000ms (pod={pod_name}, container=agent, cmd0=/bin/sh). The WebSocket likely dropped before the command produced a status frame."
-        )
-    );
-    assert_eq!(result["timedOut"], true);
+    assert_timed_out(&result, "/bin/sh");
 
     let mut params = base.clone();
     params["lease"]["metadata"]["podName"] = json!("no-such-pod");
@@ -460,7 +415,7 @@ async fn exec_watchdog_and_setup_failures_are_timed_out_results() {
         .await
         .unwrap();
     poll("objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     emu.shutdown().await;
 }
@@ -501,7 +456,7 @@ async fn resume_and_the_readiness_timeout() {
             .unwrap();
     }
     poll("objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     let gone = provider.resume_lease(&resume, &sink).await.unwrap();
     assert_eq!(
@@ -686,7 +641,7 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
         .await
         .unwrap();
     poll("objects to be deleted", GC_WAIT)
-        .until(|| leaked(&emu).is_empty())
+        .until(|| leaked_objects(&emu).is_empty())
         .await;
     emu.shutdown().await;
 }

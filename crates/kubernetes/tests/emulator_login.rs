@@ -3,14 +3,20 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
 use sandbox_core::poll::poll;
-use sandbox_core::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
+use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+
+// Each target uses part of it.
+#[allow(dead_code)]
+#[path = "support/login.rs"]
+mod login_support;
+use login_support::{ChannelSink, Terminal};
 
 const CANARY: &str = "canary-token-3b9d1f7e55";
 const NS: &str = "paperclip-acme";
@@ -20,71 +26,11 @@ const HOME: &str = "/tmp/paperclip-adapter-login/6a1f0c2e-9b3d-4e5f-a6b7-c8d9e0f
 /// PATH (an interactive line loop), then runs its script as usual.
 const FAKE_CLAUDE_SHELL: &str = r#"if [ ! -x /tmp/fakebin/claude ]; then mkdir -p /tmp/fakebin && printf '%s\n' '#!/bin/sh' 'printf "ready\n"' 'while IFS= read -r line; do case "$line" in size) stty size ;; quit) exit 7 ;; *) printf "got:%s\n" "$line" ;; esac; done' > /tmp/fakebin/claude && chmod +x /tmp/fakebin/claude && cp /tmp/fakebin/claude /tmp/fakebin/grok; fi; PATH=/tmp/fakebin:$PATH; eval "$2""#;
 
-#[derive(Debug)]
-enum Event {
-    Output(String, String, String),
-    Exit(String, String, Option<i32>),
-}
-
-struct ChannelSink(mpsc::UnboundedSender<Event>);
-
-impl HostSink for ChannelSink {
-    fn log(&self, _: LogLevel, m: &str) {
-        assert!(!m.contains(CANARY));
-    }
-    fn execution_log(&self, _: OutputStream, _: String) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-    fn login_output(&self, r: &str, s: &str, c: String) {
-        let _ = self.0.send(Event::Output(r.into(), s.into(), c));
-    }
-    fn login_exit(&self, r: &str, s: &str, code: Option<i32>) {
-        let _ = self.0.send(Event::Exit(r.into(), s.into(), code));
-    }
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
-}
-
 /// Waits (bounded) until no object of `plurals` is left in the tenant namespace.
 async fn until_none_left(emu: &KubernetesEmulator, plurals: &[&str]) {
     poll("no leaked objects", Duration::from_secs(10))
         .until(|| plurals.iter().all(|p| emu.counts().count(NS, p) == 0))
         .await;
-}
-
-struct Terminal {
-    events: mpsc::UnboundedReceiver<Event>,
-    seen: String,
-}
-
-impl Terminal {
-    /// Reads output until `done(all output)` holds; returns the exit if one comes first.
-    async fn until(&mut self, what: &str, done: impl Fn(&str) -> bool) -> Option<Option<i32>> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !done(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.events.recv()).await {
-                Ok(Some(Event::Output(route, session, chunk))) => {
-                    assert!(route.starts_with("route-") && session.starts_with("pty-"));
-                    self.seen.push_str(&chunk)
-                }
-                Ok(Some(Event::Exit(_, _, code))) => return Some(code),
-                Ok(None) => panic!("sink closed waiting for {what}"),
-                Err(_) => panic!("timed out waiting for {what}; seen {:?}", self.seen),
-            }
-        }
-        None
-    }
-
-    async fn exit(&mut self) -> (String, String, Option<i32>) {
-        loop {
-            match tokio::time::timeout(Duration::from_secs(20), self.events.recv()).await {
-                Ok(Some(Event::Output(_, _, chunk))) => self.seen.push_str(&chunk),
-                Ok(Some(Event::Exit(r, s, code))) => return (r, s, code),
-                other => panic!("no exit: {other:?}"),
-            }
-        }
-    }
 }
 
 fn open_params(route: &str, lease_id: &str) -> Value {
@@ -121,18 +67,15 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
     assert!(provider.login().is_remembered(&lease_id));
 
     let (tx, events) = mpsc::unbounded_channel();
-    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink(tx));
-    let mut term = Terminal {
-        events,
-        seen: String::new(),
-    };
+    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink::guarding(tx, CANARY));
+    let mut term = Terminal::new(events, Duration::from_secs(20));
     let opened = provider
         .login_pty_open(&open_params("route-1", &lease_id), sink.clone())
         .await
         .unwrap();
     let session = opened["workerSessionId"].as_str().unwrap().to_string();
     assert!(session.starts_with("pty-"));
-    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    term.until("ready", |s| s.contains("ready\r\n")).await;
 
     provider
         .login_pty_input(
@@ -142,11 +85,8 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
         .await
         .unwrap();
     // The tty echoes the input and maps NL to CR NL.
-    assert_eq!(
-        term.until("echo", |s| s.contains("hello\r\ngot:hello\r\n"))
-            .await,
-        None
-    );
+    term.until("echo", |s| s.contains("hello\r\ngot:hello\r\n"))
+        .await;
 
     provider.login().resize(&session, 100, 30);
     let mut resized = false;
@@ -166,7 +106,7 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
                         .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
             })
         };
-        assert_eq!(term.until("stty size", sized).await, None);
+        term.until("stty size", sized).await;
         if term.seen[before..].contains("\r\n30 100\r\n") {
             resized = true;
             break;
@@ -237,7 +177,7 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
     grok["loginCommandKey"] = json!("grok");
     let opened = provider.login_pty_open(&grok, sink.clone()).await.unwrap();
     term.seen.clear();
-    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    term.until("ready", |s| s.contains("ready\r\n")).await;
     let running = || {
         std::fs::read_dir("/proc")
             .unwrap()
@@ -271,7 +211,7 @@ async fn interactive_tty_with_resize_then_release_closes_the_session() {
         .unwrap();
     let second = opened["workerSessionId"].as_str().unwrap().to_string();
     term.seen.clear();
-    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    term.until("ready", |s| s.contains("ready\r\n")).await;
     provider
         .release_lease(
             &json!({"config": config, "companyId": "c-1", "providerLeaseId": lease_id,
@@ -325,17 +265,14 @@ async fn shutdown_ends_sessions_and_a_missing_sandbox_rejects_the_open() {
         .unwrap();
     let lease_id = acquired["providerLeaseId"].as_str().unwrap().to_string();
     let (tx, events) = mpsc::unbounded_channel();
-    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink(tx));
-    let mut term = Terminal {
-        events,
-        seen: String::new(),
-    };
+    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink::guarding(tx, CANARY));
+    let mut term = Terminal::new(events, Duration::from_secs(20));
     let opened = provider
         .login_pty_open(&open_params("route-1", &lease_id), sink.clone())
         .await
         .unwrap();
     let session = opened["workerSessionId"].as_str().unwrap().to_string();
-    assert_eq!(term.until("ready", |s| s.contains("ready\r\n")).await, None);
+    term.until("ready", |s| s.contains("ready\r\n")).await;
     provider.shutdown(&json!({}), &NullSink).await.unwrap();
     assert_eq!(term.exit().await, ("route-1".into(), session, None));
     assert!(!provider.login().is_remembered(&lease_id));

@@ -16,6 +16,11 @@ use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
 use serde_json::json;
 use tokio::sync::{Notify, Semaphore};
 
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::config;
+
 /// The most bytes the provider may have read but not yet handed to the host, when the host is
 /// given chunk k: chunk k itself, a full tap, and the chunk the reader waits to send.
 const IN_FLIGHT_BOUND: u64 = ((OUTPUT_TAP_CAPACITY + 2) * READ_CHUNK_BYTES) as u64;
@@ -117,8 +122,7 @@ async fn a_slow_host_holds_the_exec_stream_back_and_still_gets_all_of_it() {
         .await
         .expect("emulator starts");
     let provider = KubernetesProvider::new();
-    let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
-        "backend": "sandbox-cr", "egressMode": "cilium"});
+    let config = config(&emu, "sandbox-cr");
     let quiet = sandbox_core::NullSink;
     let lease = provider
         .acquire_lease(

@@ -23,6 +23,11 @@ use kubernetes::KubernetesProvider;
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
 use serde_json::{Value, json};
 
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::config;
+
 /// Takes the streamed chunks at a fixed rate (`bytes_per_sec`, 0 = at once), keeping only
 /// their count.
 struct RateSink {
@@ -100,8 +105,7 @@ async fn peak_rss_of_a_large_execute() {
         .await
         .expect("emulator starts");
     let provider = KubernetesProvider::new();
-    let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
-        "backend": "sandbox-cr", "egressMode": "cilium"});
+    let config = config(&emu, "sandbox-cr");
     let quiet = sandbox_core::NullSink;
     let lease = provider
         .acquire_lease(

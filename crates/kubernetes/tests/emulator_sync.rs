@@ -20,8 +20,12 @@ use sandbox_core::{BoxFuture, NullSink};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::{Lease, NS, config};
+
 const CANARY: &str = "canary-token-7e2f0c4d9a";
-const NS: &str = "paperclip-acme";
 
 async fn start() -> KubernetesEmulator {
     let mut opts = KubeEmulatorOptions::for_tests();
@@ -29,63 +33,6 @@ async fn start() -> KubernetesEmulator {
     KubernetesEmulator::start(opts)
         .await
         .expect("emulator starts")
-}
-
-fn config(emu: &KubernetesEmulator, backend: &str) -> Value {
-    json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme", "backend": backend,
-        "egressMode": "cilium"})
-}
-
-struct Lease {
-    config: Value,
-    lease: Value,
-}
-
-impl Lease {
-    async fn acquire(emu: &KubernetesEmulator, provider: &KubernetesProvider) -> Lease {
-        let config = config(emu, "sandbox-cr");
-        let acquired = provider
-            .acquire_lease(
-                &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-s"}),
-                &NullSink,
-            )
-            .await
-            .unwrap();
-        let mut metadata = acquired["metadata"].clone();
-        metadata["remoteCwd"] = json!("/workspace");
-        Lease {
-            config,
-            lease: json!({"providerLeaseId": acquired["providerLeaseId"], "metadata": metadata}),
-        }
-    }
-
-    fn params(&self, operations: Value) -> Value {
-        json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
-            "operations": operations})
-    }
-
-    async fn sh(&self, provider: &KubernetesProvider, script: &str) -> Value {
-        provider
-            .execute(
-                &json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
-                    "command": "sh", "args": ["-c", script], "timeoutMs": 30000}),
-                &NullSink,
-            )
-            .await
-            .unwrap()
-    }
-
-    async fn destroy(&self, provider: &KubernetesProvider) {
-        provider
-            .destroy_lease(
-                &json!({"config": self.config, "companyId": "c-1",
-                    "providerLeaseId": self.lease["providerLeaseId"],
-                    "leaseMetadata": self.lease["metadata"]}),
-                &NullSink,
-            )
-            .await
-            .unwrap();
-    }
 }
 
 async fn no_leaks(emu: &KubernetesEmulator) {
@@ -123,7 +70,7 @@ async fn err(
 async fn round_trips_files_directories_modes_exclusions_and_post_upload_commands() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
-    let lease = Lease::acquire(&emu, &provider).await;
+    let lease = Lease::acquire(&emu, &provider, "run-s").await;
     let host = tempfile::tempdir().unwrap();
     let h = host.path();
     write(&h.join("a.txt"), b"hello");
@@ -268,7 +215,7 @@ async fn round_trips_files_directories_modes_exclusions_and_post_upload_commands
 async fn confinement_and_in_pod_diagnostics() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
-    let lease = Lease::acquire(&emu, &provider).await;
+    let lease = Lease::acquire(&emu, &provider, "run-s").await;
     let host = tempfile::tempdir().unwrap();
     let h = host.path();
     write(&h.join("f"), b"x");
@@ -486,7 +433,7 @@ async fn confinement_and_in_pod_diagnostics() {
 async fn following_a_link_loop_fails_fast() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
-    let lease = Lease::acquire(&emu, &provider).await;
+    let lease = Lease::acquire(&emu, &provider, "run-s").await;
     let host = tempfile::tempdir().unwrap();
     let src = host.path().join("src");
     write(&src.join("file"), b"x");
@@ -528,7 +475,7 @@ async fn following_a_link_loop_fails_fast() {
 async fn following_a_link_loop_on_sync_out_fails_fast() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
-    let lease = Lease::acquire(&emu, &provider).await;
+    let lease = Lease::acquire(&emu, &provider, "run-s").await;
     let made = lease
         .sh(
             &provider,
@@ -643,7 +590,7 @@ async fn lease_checks_and_the_job_backend_refusal() {
 async fn the_outbound_disk_guard_on_the_wire() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
-    let lease = Lease::acquire(&emu, &provider).await;
+    let lease = Lease::acquire(&emu, &provider, "run-s").await;
     let made = lease
         .sh(&provider, "head -c 100000 /dev/zero > /workspace/big")
         .await;

@@ -21,10 +21,14 @@ use kubernetes::config::adapters::{AdapterDefaults, resolve_run_adapter_type};
 use kubernetes::exec::command::{sh_quote, wrap_command_with_env};
 use kubernetes::lease::expiry::compute_bounded_lease_deadline;
 use kubernetes::lease::precheck::prepare_acquire;
-use sandbox_core::golden::{Case, load_cases, mismatches, outcome};
+use sandbox_core::golden::{Case, load_cases, outcome};
 use sandbox_core::{ProviderError, ProviderResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+#[path = "support/golden.rs"]
+mod golden_support;
+use golden_support::assert_groups_pass;
 
 const VECTORS: &str = "kubernetes/builders.json";
 
@@ -93,22 +97,7 @@ fn pure_builder_vectors() {
         "{VECTORS} has no pure-builder cases"
     );
 
-    let mut failures = Vec::new();
-    for (function, cases) in &by_function {
-        let failed = mismatches(cases, run_case);
-        eprintln!(
-            "{function}: {}/{} pass",
-            cases.len() - failed.len(),
-            cases.len()
-        );
-        failures.extend(failed);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} cases differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_groups_pass(&by_function, run_case);
 }
 
 fn run_case(case: &Case) -> Value {

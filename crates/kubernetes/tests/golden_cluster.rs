@@ -18,8 +18,12 @@ use kubernetes::cluster::{
     sandbox_api_version_from_metadata, wait_for_sandbox_ready,
 };
 use kubernetes::config::{Backend, EgressMode};
-use sandbox_core::golden::{Case, load_cases, mismatches};
+use sandbox_core::golden::{Case, load_cases};
 use serde_json::{Map, Value, json};
+
+#[path = "support/golden.rs"]
+mod golden_support;
+use golden_support::assert_groups_pass;
 
 const VECTORS: &str = "kubernetes/builders.json";
 
@@ -50,22 +54,7 @@ fn cluster_orchestration_vectors() {
     }
     assert!(!by_function.is_empty(), "{VECTORS} has no cluster cases");
 
-    let mut failures = Vec::new();
-    for (function, cases) in &by_function {
-        let failed = mismatches(cases, run_case);
-        eprintln!(
-            "{function}: {}/{} pass",
-            cases.len() - failed.len(),
-            cases.len()
-        );
-        failures.extend(failed);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} cases differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_groups_pass(&by_function, run_case);
 }
 
 /// Runs one case and records it in the golden shape.

@@ -10,49 +10,12 @@ use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
 use sandbox_core::NullSink;
 use sandbox_core::hostile::{ESCAPING_TREES, snapshot};
-use serde_json::{Value, json};
+use serde_json::json;
 
-struct Lease {
-    config: Value,
-    lease: Value,
-}
-
-impl Lease {
-    async fn acquire(emu: &KubernetesEmulator, provider: &KubernetesProvider) -> Lease {
-        let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
-            "backend": "sandbox-cr", "egressMode": "cilium"});
-        let acquired = provider
-            .acquire_lease(
-                &json!({"config": config, "companyId": "c-1", "environmentId": "e-1", "runId": "run-h"}),
-                &NullSink,
-            )
-            .await
-            .unwrap();
-        let mut metadata = acquired["metadata"].clone();
-        metadata["remoteCwd"] = json!("/workspace");
-        Lease {
-            config,
-            lease: json!({"providerLeaseId": acquired["providerLeaseId"], "metadata": metadata}),
-        }
-    }
-
-    fn params(&self, operations: Value) -> Value {
-        json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
-            "operations": operations})
-    }
-
-    async fn sh(&self, provider: &KubernetesProvider, script: &str) {
-        let result = provider
-            .execute(
-                &json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
-                    "command": "sh", "args": ["-c", script], "timeoutMs": 30000}),
-                &NullSink,
-            )
-            .await
-            .unwrap();
-        assert_eq!(result["exitCode"], json!(0), "{result}");
-    }
-}
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::Lease;
 
 /// Every link under `dest` resolves inside it (or dangles inside it).
 fn links_stay_inside(dest: &Path) {
@@ -70,7 +33,7 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
         .await
         .expect("emulator starts");
     let provider = KubernetesProvider::new();
-    let lease = Lease::acquire(&emu, &provider).await;
+    let lease = Lease::acquire(&emu, &provider, "run-h").await;
     let host = tempfile::tempdir().unwrap();
     let victim = host.path().join("victim");
     std::fs::create_dir(&victim).unwrap();
@@ -85,7 +48,8 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
     //    absolute link and a `../../..` one): each refused, nothing outside the destination
     //    changed, nothing extracted.
     for tree in ESCAPING_TREES {
-        lease.sh(&provider, &tree.script("/workspace")).await;
+        let built = lease.sh(&provider, &tree.script("/workspace")).await;
+        assert_eq!(built["exitCode"], json!(0), "{built}");
         let source = format!("/workspace/{}", tree.dir);
         let before = snapshot(host.path(), Some(&out));
         let e = provider
@@ -149,7 +113,8 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
 
     // 4. A FIFO as a file source fails at once (it used to block the open until
     //    podActivityDeadlineSec).
-    lease.sh(&provider, "mkfifo /workspace/pipe").await;
+    let made = lease.sh(&provider, "mkfifo /workspace/pipe").await;
+    assert_eq!(made["exitCode"], json!(0), "{made}");
     let e = provider
         .sync_out(
             &sync_out("/workspace/pipe", "file", &host.path().join("pipe")),

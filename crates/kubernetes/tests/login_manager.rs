@@ -6,32 +6,15 @@ use std::sync::{Arc, Mutex};
 
 use kubernetes::config::KubernetesConfig;
 use kubernetes::login::manager::*;
-use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream, ProviderResult};
+use sandbox_core::{BoxFuture, HostSink, ProviderResult};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-#[derive(Debug, Clone, PartialEq)]
-enum Event {
-    Output(String, String, String),
-    Exit(String, String, Option<i32>),
-}
-
-struct ChannelSink(mpsc::UnboundedSender<Event>);
-
-impl HostSink for ChannelSink {
-    fn log(&self, _: LogLevel, _: &str) {}
-    fn execution_log(&self, _: OutputStream, _: String) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-    fn login_output(&self, r: &str, s: &str, c: String) {
-        let _ = self.0.send(Event::Output(r.into(), s.into(), c));
-    }
-    fn login_exit(&self, r: &str, s: &str, code: Option<i32>) {
-        let _ = self.0.send(Event::Exit(r.into(), s.into(), code));
-    }
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
-}
+// The terminal is for the tests that run a real PTY.
+#[allow(dead_code)]
+#[path = "support/login.rs"]
+mod login_support;
+use login_support::{ChannelSink, Event};
 
 #[derive(Default)]
 struct FakeConn {
@@ -115,7 +98,7 @@ fn harness(now_ms: f64) -> Harness {
         manager: LoginPtyManager::with_now(connector.clone(), Box::new(move || now_ms)),
         opened,
         events,
-        sink: Arc::new(ChannelSink(etx)),
+        sink: Arc::new(ChannelSink::new(etx)),
         connector,
     }
 }

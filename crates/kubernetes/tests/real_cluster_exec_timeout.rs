@@ -14,6 +14,8 @@ mod node;
 #[allow(dead_code)]
 #[path = "real_apiserver/support.rs"]
 mod support;
+#[path = "support/timed_out.rs"]
+mod timed_out;
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +26,7 @@ use serde_json::{Value, json};
 
 use node::node;
 use support::{client, unique, until_gone};
+use timed_out::assert_timed_out;
 
 const COMPANY: &str = "company-real-node";
 /// The exec floor: a `timeoutMs` below it still gets 5 s.
@@ -76,17 +79,7 @@ async fn left_in_pod(
 }
 
 fn timed_out(result: &Value, cmd0: &str, took: Duration, at_least: Duration) {
-    let pod = result["metadata"]["podName"].as_str().unwrap();
-    assert_eq!(result["timedOut"], true, "{result}");
-    assert_eq!(result["exitCode"], Value::Null, "{result}");
-    assert_eq!(result["signal"], Value::Null, "{result}");
-    assert_eq!(result["stdout"], "", "{result}");
-    assert_eq!(
-        result["stderr"],
-        format!(
-            "execInPod timed out after 5000ms (pod={pod}, container=agent, cmd0={cmd0}). The WebSocket likely dropped before the command produced a status frame."
-        )
-    );
+    assert_timed_out(result, cmd0);
     assert!(
         took >= at_least,
         "answered after {took:?}, before {at_least:?}"

@@ -22,15 +22,18 @@ use std::time::{Duration, Instant};
 use emulator::kubernetes::{FaultRule, KubeEmulatorOptions, KubernetesEmulator, SettingsPatch};
 use kubernetes::KubernetesProvider;
 use kubernetes::hooks::ACQUIRE_CLEANUP_INCOMPLETE;
-use sandbox_core::poll::poll;
 use sandbox_core::soak::{self, SoakRng};
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream, ProviderError};
 use serde_json::json;
 
+#[allow(dead_code)]
+#[path = "support/emulator.rs"]
+mod emulator_support;
+use emulator_support::{NS, config, job_shim_override, leaked, until_clean};
+
 const DEFAULT_LIFECYCLES: usize = 16;
 const LONG_LIFECYCLES: usize = 1000;
 const CANARY: &str = "canary-kube-token-7f3e2a91c4";
-const NS: &str = "paperclip-acme";
 
 /// Failures whose message belongs to a dependency rather than to the catalogue (passed
 /// through unchanged), each allowed with its reason. `None`: not a pass-through.
@@ -243,33 +246,6 @@ impl Tally {
     }
 }
 
-fn leaked(emu: &KubernetesEmulator) -> Vec<(String, usize)> {
-    let counts = emu.counts();
-    let mut left: Vec<(String, usize)> = [
-        "pods",
-        "sandboxes",
-        "jobs",
-        "secrets",
-        "ciliumnetworkpolicies",
-        "networkpolicies",
-    ]
-    .iter()
-    .map(|plural| {
-        // The tenant's own policies belong to the namespace, not to a lease.
-        let tenant = usize::from(plural.ends_with("networkpolicies"));
-        (
-            plural.to_string(),
-            counts.count(NS, plural).saturating_sub(tenant),
-        )
-    })
-    .filter(|(_, n)| *n > 0)
-    .collect();
-    if counts.live_processes > 0 {
-        left.push(("live processes".into(), counts.live_processes));
-    }
-    left
-}
-
 /// Workloads created by an acquire that then failed, as `(name, plural)`.
 ///
 /// A failed acquire deletes what it created (G-sync/egress cleanup), so this is empty unless
@@ -306,19 +282,6 @@ fn orphans_of_failed_acquire(emu: &KubernetesEmulator) -> Vec<(String, String)> 
         .collect()
 }
 
-async fn until_clean(emu: &KubernetesEmulator, what: &str) {
-    poll(format!("{what}: nothing left"), Duration::from_secs(15))
-        .until(|| {
-            let left = leaked(emu);
-            if left.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("leaked {left:?}; faults {:?}", emu.faults()))
-            }
-        })
-        .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_errors() {
     let seed = soak::seed();
@@ -328,10 +291,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
     let mut rng = SoakRng::new(seed);
     let mut opts = KubeEmulatorOptions::for_tests();
     opts.token = Some(CANARY.into());
-    opts.command_overrides = BTreeMap::from([(
-        "/usr/local/bin/paperclip-agent-shim".to_string(),
-        vec!["/bin/sh".into(), "-c".into(), "echo job-output".into()],
-    )]);
+    opts.command_overrides = job_shim_override();
     let emu = KubernetesEmulator::start(opts)
         .await
         .expect("emulator starts");
@@ -350,8 +310,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         } else {
             *rng.pick(&["sandbox-cr", "sandbox-cr", "job"])
         };
-        let config = json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme",
-            "backend": backend, "egressMode": "cilium"});
+        let config = config(&emu, backend);
         // Slow readiness for a quarter of the lifecycles.
         let ready = if rng.chance(25) {
             100 + rng.below(400)
@@ -417,6 +376,7 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
                     &format!(
                         "seed {seed}, lifecycle {i} ({backend}), acquire failed with {error:?} under {faults:?}"
                     ),
+                    Duration::from_secs(15),
                 )
                 .await;
                 continue;
@@ -458,7 +418,12 @@ async fn fault_injection_soak_leaks_nothing_and_fails_only_with_catalogued_error
         if let Err(error) = destroyed {
             panic!("seed {seed}, lifecycle {i}: destroy without faults fails: {error:?}");
         }
-        until_clean(&emu, &format!("seed {seed}, lifecycle {i} ({backend})")).await;
+        until_clean(
+            &emu,
+            &format!("seed {seed}, lifecycle {i} ({backend})"),
+            Duration::from_secs(15),
+        )
+        .await;
     }
 
     println!(

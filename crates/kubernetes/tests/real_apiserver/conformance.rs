@@ -18,7 +18,10 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use crate::control_plane::{Shape, control_plane};
-use crate::support::{client, delete, get, merge_patch, post, raw, unique, until_gone};
+use crate::support::{
+    assert_only_documented_differences, client, delete, documented_differences, get, merge_patch,
+    post, raw, unique, until_gone, urlencode,
+};
 
 const LIMITED_USER: &str = "paperclip-limited";
 
@@ -427,34 +430,6 @@ async fn observe(target: &Target, ns: &str) -> Observations {
     out
 }
 
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The "Known differences from the real API server" table of the emulator's README: the
-/// observation keys it lists (the first column, in backticks).
-fn documented_differences() -> Vec<String> {
-    let readme = std::fs::read_to_string(
-        crate::control_plane::repo_root().join("crates/emulator/README.md"),
-    )
-    .expect("crates/emulator/README.md");
-    let section = readme
-        .split("## Known differences from the real API server")
-        .nth(1)
-        .expect("the README has the known-differences section");
-    let section = section.split("\n## ").next().unwrap();
-    section
-        .lines()
-        .filter(|l| l.starts_with("| `"))
-        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_emulator_answers_as_the_real_api_server() {
     let plane = control_plane(Shape::V04).await;
@@ -493,28 +468,10 @@ async fn the_emulator_answers_as_the_real_api_server() {
     let emu_observed = observe(&emulated, &ns).await;
     emu.shutdown().await;
 
-    let documented = documented_differences();
-    let mut undocumented = Vec::new();
-    let mut differing = Vec::new();
-    for (key, real_value) in &real_observed {
-        let emu_value = emu_observed.get(key).unwrap_or(&Value::Null);
-        if real_value != emu_value {
-            differing.push(key.clone());
-            if !documented.contains(key) {
-                undocumented.push(format!(
-                    "{key}:\n    real:     {real_value}\n    emulator: {emu_value}"
-                ));
-            }
-        }
-    }
-    let stale: Vec<&String> = documented
-        .iter()
-        .filter(|d| !differing.contains(d))
-        .collect();
-    assert!(
-        undocumented.is_empty() && stale.is_empty(),
-        "differences not in crates/emulator/README.md:\n{}\nlisted there but no longer different: {stale:?}",
-        undocumented.join("\n")
+    assert_only_documented_differences(
+        &real_observed,
+        &emu_observed,
+        &documented_differences("## Known differences from the real API server"),
     );
 }
 

@@ -9,12 +9,11 @@
 //! the repository, a progress line on stderr; `.ci/run` builds them ahead); a build that cannot
 //! be done fails the tests with the reason, it never skips them.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-use serde_json::Value;
+use crate::support::{repo_root, start_up};
 
 /// Which published shape of the agent-sandbox `Sandbox` CRD the control plane has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,10 +72,6 @@ pub async fn control_plane(shape: Shape) -> &'static ControlPlane {
         .expect("control plane start-up did not panic")
 }
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 pub fn crd_path(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/real_apiserver/crds")
@@ -103,33 +98,17 @@ fn bin_dir() -> PathBuf {
 fn start(shape: Shape) -> ControlPlane {
     let bin = bin_dir();
     let script = repo_root().join("scripts/real-apiserver/control-plane.sh");
-    let mut child = Command::new("bash")
-        .arg(&script)
-        .arg("up")
-        .arg("--crd")
-        .arg(crd_path("cilium-network-policy.yaml"))
-        .arg("--crd")
-        .arg(crd_path(shape.crd_file()))
-        .env("KUBE_BIN_DIR", &bin)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("bash runs scripts/real-apiserver/control-plane.sh");
-    let stdin = child.stdin.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("control-plane.sh stdout");
-    let ready: Value = match serde_json::from_str(&line) {
-        Ok(ready) => ready,
-        Err(_) => {
-            let status = child.wait().ok();
-            panic!(
-                "control-plane.sh ({shape:?}) did not start (exit {status:?}); see its stderr above"
-            )
-        }
-    };
+    let (child, stdin, ready) = start_up(
+        Command::new("bash")
+            .arg(&script)
+            .arg("up")
+            .arg("--crd")
+            .arg(crd_path("cilium-network-policy.yaml"))
+            .arg("--crd")
+            .arg(crd_path(shape.crd_file()))
+            .env("KUBE_BIN_DIR", &bin),
+        &format!("control-plane.sh ({shape:?})"),
+    );
     let read = |key: &str| {
         let path = ready[key].as_str().expect("a kubeconfig path");
         std::fs::read_to_string(path).expect("readable kubeconfig")

@@ -1,7 +1,13 @@
 //! What the tests share: kube-rs clients from kubeconfig YAML, raw requests that keep the HTTP
-//! status and body, and bounded waits (for a condition, never a fixed sleep).
+//! status and body, bounded waits (for a condition, never a fixed sleep), and the comparison of
+//! the emulator with a real server against the differences its README lists. The real-node
+//! tests (`tests/real_cluster`, `tests/real_cluster_exec_timeout.rs`) include this file too.
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use http_body_util::BodyExt;
@@ -9,6 +15,96 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use sandbox_core::poll::poll;
 use serde_json::Value;
+
+/// The repository's root (the scripts, the emulator's README).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Starts a server script's `up` (`command` as the caller made it, with stdin kept open: the
+/// script holds its server up until stdin closes) and reads the JSON line the script prints
+/// once the server is ready; `what` names the script in a failure, whose reason the script
+/// writes to stderr (the test's).
+pub fn start_up(command: &mut Command, what: &str) -> (Child, ChildStdin, Value) {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|error| panic!("bash cannot run {what}: {error}"));
+    let stdin = child.stdin.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap_or_else(|error| panic!("{what} stdout: {error}"));
+    match serde_json::from_str(&line) {
+        Ok(ready) => (child, stdin, ready),
+        Err(_) => {
+            let status = child.wait().ok();
+            panic!("{what} did not start (exit {status:?}); its reason is on stderr above")
+        }
+    }
+}
+
+/// The observations the emulator's README lists under `heading` (the first code span of each
+/// table row): the differences from the real server that are known and kept.
+pub fn documented_differences(heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(repo_root().join("crates/emulator/README.md"))
+        .expect("crates/emulator/README.md");
+    let section = readme
+        .split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("the README has the section {heading:?}"));
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
+        .collect()
+}
+
+/// Compares what the real server and the emulator showed, observation by observation (each
+/// printed, for the test's output), and fails on a difference that `documented` does not list
+/// and on a listed one that no longer differs.
+pub fn assert_only_documented_differences(
+    real_observed: &BTreeMap<String, Value>,
+    emu_observed: &BTreeMap<String, Value>,
+    documented: &[String],
+) {
+    let mut undocumented = Vec::new();
+    let mut differing = Vec::new();
+    for (key, real_value) in real_observed {
+        let emu_value = emu_observed.get(key).unwrap_or(&Value::Null);
+        eprintln!("{key}:\n    real:     {real_value}\n    emulator: {emu_value}");
+        if real_value != emu_value {
+            differing.push(key.clone());
+            if !documented.contains(key) {
+                undocumented.push(format!(
+                    "{key}:\n    real:     {real_value}\n    emulator: {emu_value}"
+                ));
+            }
+        }
+    }
+    let stale: Vec<&String> = documented
+        .iter()
+        .filter(|d| !differing.contains(d))
+        .collect();
+    assert!(
+        undocumented.is_empty() && stale.is_empty(),
+        "differences not in crates/emulator/README.md:\n{}\nlisted there but no longer different: {stale:?}",
+        undocumented.join("\n")
+    );
+}
+
+/// `s` percent-encoded for a query parameter (unreserved characters kept).
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
 
 /// Waits longer than any controller here needs (the garbage collector and the namespace
 /// controller act within seconds); only a bug runs into it.

@@ -15,8 +15,11 @@ use kube::Client;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::node::{node, repo_root};
-use crate::support::{client, get, post, unique, until};
+use crate::node::node;
+use crate::support::{
+    assert_only_documented_differences, client, documented_differences, get, post, unique, until,
+    urlencode,
+};
 
 /// The longest one exec session may take (each ends on its own within a second).
 const SESSION: Duration = Duration::from_secs(60);
@@ -159,15 +162,6 @@ fn exec_id_normalised(status: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn frame(channel: u8, data: &[u8]) -> Message {
@@ -359,23 +353,6 @@ async fn observe(side: &Side) -> BTreeMap<String, Value> {
     out
 }
 
-/// The "Known differences from the real node" table of the emulator's README: the
-/// observation keys it lists (the first column, in backticks).
-fn documented_differences() -> Vec<String> {
-    let readme = std::fs::read_to_string(repo_root().join("crates/emulator/README.md"))
-        .expect("crates/emulator/README.md");
-    let section = readme
-        .split("## Known differences from the real node")
-        .nth(1)
-        .expect("the README has the known-differences-from-the-real-node section");
-    let section = section.split("\n## ").next().unwrap();
-    section
-        .lines()
-        .filter(|l| l.starts_with("| `"))
-        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_emulator_execs_and_logs_as_the_real_node() {
     let node = node().await;
@@ -395,28 +372,9 @@ async fn the_emulator_execs_and_logs_as_the_real_node() {
     let emu_observed = observe(&emulated).await;
     emu.shutdown().await;
 
-    let documented = documented_differences();
-    let mut undocumented = Vec::new();
-    let mut differing = Vec::new();
-    for (key, real_value) in &real_observed {
-        let emu_value = emu_observed.get(key).unwrap_or(&Value::Null);
-        eprintln!("{key}:\n    real:     {real_value}\n    emulator: {emu_value}");
-        if real_value != emu_value {
-            differing.push(key.clone());
-            if !documented.contains(key) {
-                undocumented.push(format!(
-                    "{key}:\n    real:     {real_value}\n    emulator: {emu_value}"
-                ));
-            }
-        }
-    }
-    let stale: Vec<&String> = documented
-        .iter()
-        .filter(|d| !differing.contains(d))
-        .collect();
-    assert!(
-        undocumented.is_empty() && stale.is_empty(),
-        "differences not in crates/emulator/README.md:\n{}\nlisted there but no longer different: {stale:?}",
-        undocumented.join("\n")
+    assert_only_documented_differences(
+        &real_observed,
+        &emu_observed,
+        &documented_differences("## Known differences from the real node"),
     );
 }

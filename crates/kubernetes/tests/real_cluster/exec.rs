@@ -11,6 +11,7 @@ use sandbox_core::{NullSink, OutputStream};
 use serde_json::{Value, json};
 
 use crate::harness::{RealLease, RecordingSink};
+use crate::timed_out::assert_timed_out;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn execute_streams_exit_codes_cwd_env_stdin_and_timeout() {
@@ -123,17 +124,7 @@ async fn execute_streams_exit_codes_cwd_env_stdin_and_timeout() {
             &NullSink,
         )
         .await;
-    let pod = result["metadata"]["podName"].as_str().unwrap();
-    assert_eq!(result["timedOut"], true, "{result}");
-    assert_eq!(result["exitCode"], Value::Null, "{result}");
-    assert_eq!(result["signal"], Value::Null, "{result}");
-    assert_eq!(result["stdout"], "", "{result}");
-    assert_eq!(
-        result["stderr"],
-        format!(
-            "execInPod timed out after 5000ms (pod={pod}, container=agent, cmd0=/bin/sh). The WebSocket likely dropped before the command produced a status frame."
-        )
-    );
+    assert_timed_out(&result, "/bin/sh");
     // The lease still works afterwards.
     assert_eq!(lease.sh("echo after").await, "after\n");
 

@@ -10,13 +10,14 @@
 //! real node closing the exec stream does not end the process; see the report in issue 33).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sandbox_core::{BoxFuture, HostSink, LogLevel, NullSink, OutputStream};
+use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::harness::{COMPANY, RealLease};
+use crate::login_support::{ChannelSink, Terminal};
 use crate::node::node;
 use crate::support::until;
 
@@ -24,69 +25,6 @@ const HOME: &str = "/tmp/paperclip-adapter-login/6a1f0c2e-9b3d-4e5f-a6b7-c8d9e0f
 /// The stand-in's command line (`/proc/<pid>/cmdline`, NULs as spaces, less the last): told
 /// apart from every other process of the pod.
 const STAND_IN: &str = "/bin/sh /tmp/fakebin/claude setup-token";
-
-#[derive(Debug)]
-enum Event {
-    Output(String, String, String),
-    Exit(String, String, Option<i32>),
-}
-
-/// The host's `ctx.loginPty`: every output chunk and exit, in order.
-struct ChannelSink(mpsc::UnboundedSender<Event>);
-
-impl HostSink for ChannelSink {
-    fn log(&self, _: LogLevel, _: &str) {}
-    fn execution_log(&self, _: OutputStream, _: String) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-    fn login_output(&self, r: &str, s: &str, c: String) {
-        let _ = self.0.send(Event::Output(r.into(), s.into(), c));
-    }
-    fn login_exit(&self, r: &str, s: &str, code: Option<i32>) {
-        let _ = self.0.send(Event::Exit(r.into(), s.into(), code));
-    }
-    fn duplex_data(&self, _: &str, _: &str, _: Vec<u8>) {}
-    fn duplex_exit(&self, _: &str, _: &str, _: Option<i32>, _: bool) {}
-}
-
-struct Terminal {
-    events: mpsc::UnboundedReceiver<Event>,
-    route: String,
-    session: String,
-    seen: String,
-}
-
-impl Terminal {
-    /// Reads output until `done(all output)` holds (bounded); panics on an exit first.
-    async fn until(&mut self, what: &str, done: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !done(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.events.recv()).await {
-                Ok(Some(Event::Output(route, session, chunk))) => {
-                    assert_eq!((route, session), (self.route.clone(), self.session.clone()));
-                    self.seen.push_str(&chunk)
-                }
-                Ok(Some(Event::Exit(_, _, code))) => {
-                    panic!("exit {code:?} waiting for {what}; seen {:?}", self.seen)
-                }
-                Ok(None) => panic!("sink closed waiting for {what}"),
-                Err(_) => panic!("timed out waiting for {what}; seen {:?}", self.seen),
-            }
-        }
-    }
-
-    /// The session's exit (bounded), the output before it kept.
-    async fn exit(&mut self) -> (String, String, Option<i32>) {
-        loop {
-            match tokio::time::timeout(Duration::from_secs(60), self.events.recv()).await {
-                Ok(Some(Event::Output(_, _, chunk))) => self.seen.push_str(&chunk),
-                Ok(Some(Event::Exit(r, s, code))) => return (r, s, code),
-                other => panic!("no exit: {other:?}; seen {:?}", self.seen),
-            }
-        }
-    }
-}
 
 fn open_params(route: &str, lease_id: &Value) -> Value {
     json!({"hostRouteId": route, "driverKey": "kubernetes", "companyId": COMPANY,
@@ -157,14 +95,10 @@ async fn login_pty_input_resize_exit_stop_and_close() {
     assert_eq!(stand_ins(&lease).await, 0);
 
     let (tx, events) = mpsc::unbounded_channel();
-    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink(tx));
+    let sink: Arc<dyn HostSink> = Arc::new(ChannelSink::new(tx));
     let session = open(&lease, "route-1", &sink).await;
-    let mut term = Terminal {
-        events,
-        route: "route-1".into(),
-        session: session.clone(),
-        seen: String::new(),
-    };
+    let mut term = Terminal::new(events, Duration::from_secs(60));
+    term.expect_session("route-1", &session);
     // Input reaches the shell, and its output comes back through login_output: the echoed line
     // is `echo hello-$((6*7))`, so `hello-42` can only be the shell's answer.
     input(&lease, &session, "echo hello-$((6*7))\n").await;
@@ -227,8 +161,7 @@ async fn login_pty_input_resize_exit_stop_and_close() {
 
     // Stop: exit(None) once, Ctrl-C sent, and the stand-in in the pod ends.
     let session = open(&lease, "route-2", &sink).await;
-    term.route = "route-2".into();
-    term.session = session.clone();
+    term.expect_session("route-2", &session);
     term.seen.clear();
     input(&lease, &session, "echo second-$((1+1))\n").await;
     term.until("the second session", |s| s.contains("second-2\r\n"))
@@ -248,8 +181,7 @@ async fn login_pty_input_resize_exit_stop_and_close() {
 
     // Close of the route: no exit is reported, and the stand-in in the pod ends.
     let session = open(&lease, "route-3", &sink).await;
-    term.route = "route-3".into();
-    term.session = session.clone();
+    term.expect_session("route-3", &session);
     term.seen.clear();
     input(&lease, &session, "echo third-$((1+2))\n").await;
     term.until("the third session", |s| s.contains("third-3\r\n"))

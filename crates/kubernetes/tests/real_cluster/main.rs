@@ -18,9 +18,15 @@ mod exec;
 mod harness;
 mod lifecycle;
 mod login;
+// Each target uses part of it.
+#[allow(dead_code)]
+#[path = "../support/login.rs"]
+mod login_support;
 mod node;
 mod stdin;
 mod sync;
+#[path = "../support/timed_out.rs"]
+mod timed_out;
 // The raw-request helpers and bounded waits of the real control plane's tests.
 #[allow(dead_code)]
 #[path = "../real_apiserver/support.rs"]

@@ -19,12 +19,12 @@
 //! has the agent-sandbox controller instead; `PAPERCLIP_K8S_TEST_IMAGE` is then the agent image
 //! (it must have `/usr/bin/tini`, `/bin/sh` and the tools of the provider's in-pod scripts).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Value, json};
+
+use crate::support::{repo_root, start_up};
 
 /// A running node (it lives as long as the test process).
 pub struct Node {
@@ -73,10 +73,6 @@ pub async fn node() -> &'static Node {
         .expect("node start-up did not panic")
 }
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn start() -> Node {
     if let Ok(path) = std::env::var("PAPERCLIP_K8S_TEST_KUBECONFIG") {
         let kubeconfig = std::fs::read_to_string(&path).unwrap_or_else(|error| {
@@ -106,29 +102,13 @@ fn start() -> Node {
         String::from_utf8_lossy(&check.stderr).trim()
     );
     build();
-    let mut child = Command::new("bash")
-        .arg(&script)
-        .arg("up")
-        .env("PAPERCLIP_NODE_NO_BUILD", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("bash runs scripts/real-cluster/node.sh");
-    let stdin = child.stdin.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("node.sh stdout");
-    let ready: Value = match serde_json::from_str(&line) {
-        Ok(ready) => ready,
-        Err(_) => {
-            let status = child.wait().ok();
-            panic!(
-                "the real node did not start (node.sh exit {status:?}); its reason is on stderr above"
-            )
-        }
-    };
+    let (child, stdin, ready) = start_up(
+        Command::new("bash")
+            .arg(&script)
+            .arg("up")
+            .env("PAPERCLIP_NODE_NO_BUILD", "1"),
+        "the real node's node.sh",
+    );
     let kubeconfig_path = ready["kubeconfig"].as_str().expect("a kubeconfig path");
     Node {
         kubeconfig: std::fs::read_to_string(kubeconfig_path).expect("readable kubeconfig"),

@@ -63,9 +63,8 @@ pub fn documented_differences(heading: &str) -> Vec<String> {
         .collect()
 }
 
-/// Compares what the real server and the emulator showed, observation by observation (each
-/// printed, for the test's output), and fails on a difference that `documented` does not list
-/// and on a listed one that no longer differs.
+/// Compares what the real server and the emulator showed, observation by observation, and fails
+/// on a difference that `documented` does not list and on a listed one that no longer differs.
 pub fn assert_only_documented_differences(
     real_observed: &BTreeMap<String, Value>,
     emu_observed: &BTreeMap<String, Value>,
@@ -75,7 +74,6 @@ pub fn assert_only_documented_differences(
     let mut differing = Vec::new();
     for (key, real_value) in real_observed {
         let emu_value = emu_observed.get(key).unwrap_or(&Value::Null);
-        eprintln!("{key}:\n    real:     {real_value}\n    emulator: {emu_value}");
         if real_value != emu_value {
             differing.push(key.clone());
             if !documented.contains(key) {

@@ -372,6 +372,10 @@ async fn the_emulator_execs_and_logs_as_the_real_node() {
     let emu_observed = observe(&emulated).await;
     emu.shutdown().await;
 
+    for (key, real_value) in &real_observed {
+        let emu_value = emu_observed.get(key).unwrap_or(&Value::Null);
+        eprintln!("{key}:\n    real:     {real_value}\n    emulator: {emu_value}");
+    }
     assert_only_documented_differences(
         &real_observed,
         &emu_observed,

@@ -13,13 +13,12 @@ use kubernetes::KubernetesProvider;
 use kubernetes::exec::transport::probe;
 use kubernetes::exec::{OUTPUT_TAP_CAPACITY, READ_CHUNK_BYTES};
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
-use serde_json::json;
 use tokio::sync::{Notify, Semaphore};
 
 #[allow(dead_code)]
 #[path = "support/emulator.rs"]
 mod emulator_support;
-use emulator_support::config;
+use emulator_support::Lease;
 
 /// The most bytes the provider may have read but not yet handed to the host, when the host is
 /// given chunk k: chunk k itself, a full tap, and the chunk the reader waits to send.
@@ -122,22 +121,9 @@ async fn a_slow_host_holds_the_exec_stream_back_and_still_gets_all_of_it() {
         .await
         .expect("emulator starts");
     let provider = KubernetesProvider::new();
-    let config = config(&emu, "sandbox-cr");
     let quiet = sandbox_core::NullSink;
-    let lease = provider
-        .acquire_lease(
-            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
-                "runId": "run-1"}),
-            &quiet,
-        )
-        .await
-        .unwrap();
-    let lease_json = json!({"providerLeaseId": lease["providerLeaseId"],
-        "metadata": lease["metadata"]});
-    let exec = |script: &str| {
-        json!({"config": config, "companyId": "c-1", "lease": lease_json,
-            "timeoutMs": 300_000, "command": "sh", "args": ["-c", script]})
-    };
+    let lease = Lease::acquire(&emu, &provider, "run-1").await;
+    let exec = |script: &str| lease.exec_params(script, 300_000);
     // The pod is ready before the measured exec starts.
     let warm = provider.execute(&exec("echo warm"), &quiet).await.unwrap();
     assert_eq!(warm["stdout"], "warm\n", "{warm}");

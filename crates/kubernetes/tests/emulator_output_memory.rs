@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
 use sandbox_core::{BoxFuture, HostSink, LogLevel, OutputStream};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 #[allow(dead_code)]
 #[path = "support/emulator.rs"]
 mod emulator_support;
-use emulator_support::config;
+use emulator_support::Lease;
 
 /// Takes the streamed chunks at a fixed rate (`bytes_per_sec`, 0 = at once), keeping only
 /// their count.
@@ -105,22 +105,9 @@ async fn peak_rss_of_a_large_execute() {
         .await
         .expect("emulator starts");
     let provider = KubernetesProvider::new();
-    let config = config(&emu, "sandbox-cr");
     let quiet = sandbox_core::NullSink;
-    let lease = provider
-        .acquire_lease(
-            &json!({"config": config, "companyId": "c-1", "environmentId": "e-1",
-                "runId": "run-1"}),
-            &quiet,
-        )
-        .await
-        .unwrap();
-    let lease_json = json!({"providerLeaseId": lease["providerLeaseId"],
-        "metadata": lease["metadata"]});
-    let exec = |script: String| {
-        json!({"config": config, "companyId": "c-1", "lease": lease_json,
-            "timeoutMs": 600_000, "command": "sh", "args": ["-c", script]})
-    };
+    let lease = Lease::acquire(&emu, &provider, "run-1").await;
+    let exec = |script: String| lease.exec_params(&script, 600_000);
     // Warm up: the pod is ready, the client and its connection pool exist.
     let warm = provider
         .execute(&exec("echo warm".into()), &quiet)

@@ -111,14 +111,16 @@ impl Lease {
             "operations": operations})
     }
 
+    /// Execute params for `sh -c script` in the lease, with `timeout_ms`.
+    pub fn exec_params(&self, script: &str, timeout_ms: u64) -> Value {
+        json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
+            "command": "sh", "args": ["-c", script], "timeoutMs": timeout_ms})
+    }
+
     /// The result of `sh -c script` in the lease (30 s timeout).
     pub async fn sh(&self, provider: &KubernetesProvider, script: &str) -> Value {
         provider
-            .execute(
-                &json!({"config": self.config, "companyId": "c-1", "lease": self.lease,
-                    "command": "sh", "args": ["-c", script], "timeoutMs": 30000}),
-                &NullSink,
-            )
+            .execute(&self.exec_params(script, 30000), &NullSink)
             .await
             .unwrap()
     }

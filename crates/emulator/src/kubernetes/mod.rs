@@ -29,7 +29,7 @@
 //! 2. `status` (`Status` errors), `store` (objects, resourceVersions, events), `route`,
 //!    `selectors`, `faults`.
 //! 3. `pod_runtime`: a pod's processes and files, keyed by the pod only.
-//! 4. `state`: [`App`](state::App), the state every path shares, holding the pod runtimes.
+//! 4. `state`: `App`, the state every path shares, holding the pod runtimes.
 //! 5. `objects` (create, validate, default, update rules), `deletion` (deletion with
 //!    propagation, finalizers and namespace termination), `watch`.
 //! 6. `kubelet`: runs pods (roots, environments, commands, statuses).

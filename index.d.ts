@@ -59,12 +59,20 @@ export declare function debugPanicSync(message: string): { error?: { message: st
  * route's failure.
  */
 export interface DebugParamsRead {
+  /**
+   * How a hook call hands these params over: `form`, `text`, or `none` (too deep, or no
+   * value).
+   */
+  route: string
   walked?: string
   parsed?: string
   parseError?: string
 }
 
-/** Reads `params` both ways, so a test can hold the reader's form to the text route's result. */
+/**
+ * Reads `params` both ways, so a test can hold the reader's form (written here whether or not
+ * the params hold a long string) to the text route's result.
+ */
 export declare function debugReadParams(params: unknown): DebugParamsRead
 
 /**

@@ -26,6 +26,17 @@ function expectLeftToText(params) {
 }
 
 describe("params read from the JS value", () => {
+  it("go over in the form only when they hold a long string, as JSON.stringify's text otherwise", () => {
+    const long = "k".repeat(512);
+    expect(read({ driverKey: "kubernetes", config: { kubeconfig: long } }).route).toBe("form");
+    expect(read({ driverKey: "kubernetes", config: { list: ["a", long] } }).route).toBe("form");
+    expect(read({ driverKey: "createos", config: { apiUrl: "https://api.sb.createos.sh", shape: "s", kubeconfig: long.slice(1) } }).route).toBe("text");
+    expect(read({ config: { kubeconfig: long, when: new Date(0) } }).route).toBe("text");
+    expect(read({ a: Array.from({ length: 200 }, () => 1), b: long }).route).toBe("text");
+    expect(read(() => 1).route).toBe("none");
+    expect(read({ big: 1n, long }).route).toBe("thrown");
+  });
+
   it("carries plain data exactly as the text path does", () => {
     const kubeconfig = "apiVersion: v1\nkind: Config\n" + "x".repeat(5000) + '\n"quoted" \\ tab\t';
     const cases = [

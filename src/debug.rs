@@ -3,14 +3,14 @@
 //! large execute results. They do nothing a user can
 //! observe outside of tests, so they ship in the addon (one binary for tests and production).
 
-use napi::bindgen_prelude::{Function, JsObjectValue, JsValue, Object, Unknown};
+use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, JsValue, Object, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 use sandbox_core::{HostSink, OutputStream};
 
 use crate::bridge::outcome::Outcome;
-use crate::bridge::params::{self, Params, ParamsReader};
+use crate::bridge::params::{self, Params};
 use crate::bridge::strings::RawValue;
 use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
@@ -101,21 +101,34 @@ pub fn debug_panic_sync(env: &Env, message: String) -> napi::Result<RawValue> {
 /// route's failure.
 #[napi(object, object_from_js = false)]
 pub struct DebugParamsRead {
+    /// How a hook call hands these params over: `form`, `text`, or `none` (too deep, or no
+    /// value).
+    pub route: String,
     pub walked: Option<String>,
     pub parsed: Option<String>,
     pub parse_error: Option<String>,
 }
 
-/// Reads `params` both ways, so a test can hold the reader's form to the text route's result.
+/// Reads `params` both ways, so a test can hold the reader's form (written here whether or not
+/// the params hold a long string) to the text route's result.
 #[napi(ts_args_type = "params: unknown")]
 pub fn debug_read_params(env: &Env, params: Unknown<'_>) -> napi::Result<DebugParamsRead> {
-    let reader = ParamsReader::new(env)?;
-    let walked = match params::read(env, params.raw(), || Ok(&reader)) {
-        Ok(Ok(Params::Read(tree))) => Some(tree.to_string()),
-        _ => {
-            clear_exception(env);
-            None
-        }
+    let read: Function<'_, FnArgs<(RawValue, bool)>, RawValue> =
+        crate::bridge::caller::js_half(env)?.get_named_property_unchecked("read")?;
+    let route = match read.call(FnArgs::from((RawValue(params.raw()), false))) {
+        Ok(handed) if is_form(env, handed.0) => "form",
+        Ok(handed) if is_string(env, handed.0) => "text",
+        Ok(_) => "none",
+        Err(_) => "thrown",
+    };
+    // The form whenever it can carry the params, long strings or not.
+    let walked = match read.call(FnArgs::from((RawValue(params.raw()), true))) {
+        Ok(handed) => match params::from_js(env, handed.0)? {
+            Ok(Params::Read(tree)) if is_form(env, handed.0) => Some(tree.to_string()),
+            _ => None,
+        },
+        // What JSON.stringify threw (a BigInt): the text route below meets it again.
+        Err(_) => None,
     };
     let json: Object<'_> = env.get_global()?.get_named_property_unchecked("JSON")?;
     let stringify: Function<'_, napi::sys::napi_value, String> =
@@ -128,18 +141,27 @@ pub fn debug_read_params(env: &Env, params: Unknown<'_>) -> napi::Result<DebugPa
         Err(thrown) => (None, Some(thrown.reason)),
     };
     Ok(DebugParamsRead {
+        route: route.to_owned(),
         walked,
         parsed,
         parse_error,
     })
 }
 
-/// Clears what the reader left pending (a `BigInt`'s throw), for the text route to meet again.
-fn clear_exception(env: &Env) {
-    let mut exception = std::ptr::null_mut();
-    // SAFETY: `env` is the current env, on its JS thread; the call only takes the pending
-    // exception (if any) into a local, dropped unread.
-    unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
+/// Whether the reader answered in its form (a string starting with `~`), not with text.
+fn is_form(env: &Env, handed: napi::sys::napi_value) -> bool {
+    handed_text(env, handed).is_some_and(|text| text.starts_with('~'))
+}
+
+/// Whether the reader answered a string at all.
+fn is_string(env: &Env, handed: napi::sys::napi_value) -> bool {
+    handed_text(env, handed).is_some()
+}
+
+fn handed_text(env: &Env, handed: napi::sys::napi_value) -> Option<String> {
+    // SAFETY: `handed` is a live handle of this env, on its JS thread (this call's scope).
+    unsafe { <String as napi::bindgen_prelude::FromNapiValue>::from_napi_value(env.raw(), handed) }
+        .ok()
 }
 
 /// An execute outcome `{value: {stdout}}` with `bytes` ASCII characters of stdout, through the

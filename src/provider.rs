@@ -73,8 +73,7 @@ impl NativeProvider {
         ts_return_type = "(hook: string, params?: unknown, onOutput?: (batch: string[]) => Promise<void> | undefined) => { value?: unknown; error?: { message: string; name: string; code?: number } } | Promise<{ value?: unknown; error?: { message: string; name: string; code?: number } }>"
     )]
     pub fn hook_caller(&self, env: &Env) -> napi::Result<RawValue> {
-        // SAFETY: `env` is the current env, on its JS thread (a method call).
-        unsafe { crate::bridge::caller::create(env.raw(), Arc::clone(&self.bridge)) }.map(RawValue)
+        crate::bridge::caller::create(env, Arc::clone(&self.bridge))
     }
 
     /// `setup`: called once the worker has its ctx.

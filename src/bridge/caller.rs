@@ -1,35 +1,59 @@
 //! `NativeProvider.hookCaller()`: the one way JavaScript calls a hook, `callHook(hook, params,
-//! onOutput?)`, a plain JS function made with `napi_create_function` that runs [`Bridge::call`].
-//! plugin-kit takes it once per plugin.
+//! onOutput?)`. plugin-kit takes it once per plugin. It has two halves: `caller.js`, compiled
+//! here, reads the params into one string and parses the outcome's text (see its header for why
+//! that half is JavaScript), and between the two calls the native half, a plain JS function made
+//! with `napi_create_function` that runs [`Bridge::call`].
 //!
-//! Why not a `#[napi]` method: napi-rs 3 wraps every generated method that takes arguments in a
+//! Why the native half is not a `#[napi]` method: napi-rs 3 wraps every generated method that takes arguments in a
 //! borrow scope: an `Arc<Mutex<…>>` per call, the receiver registered in a process-wide
 //! `Mutex<HashMap>` (SipHash) and removed again, thread-local scope stacks, and a class identity
 //! check. That is ~3,000 instructions, a sixth of a whole health call (counted with callgrind),
 //! guarding against a `&mut self` call re-entering while a borrow is alive, which a bridge that
 //! is only ever shared cannot meet.
 //!
-//! The function's data is the bridge itself (an `Arc`), let go of in its finalizer.
+//! The native function's data is the bridge itself (an `Arc`), let go of in its finalizer; the
+//! JS half holds the native function.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{FromNapiValue, panic_to_error};
+use napi::bindgen_prelude::{
+    FnArgs, FromNapiValue, Function, JsObjectValue, Object, panic_to_error,
+};
 use napi::{Env, JsError, sys};
 
 use crate::bridge::Bridge;
-use crate::bridge::strings::HookName;
+use crate::bridge::params::{LONG_STRING_UNITS, MAX_DEPTH, MAX_VALUES};
+use crate::bridge::strings::{HookName, RawValue};
 use crate::execution_log::ExecutionLogCallback;
 use crate::napi_status::check;
 
-/// A new caller of `bridge`.
+/// The JS half's source: a script whose value is `(maxValues, maxDepth, longString) => {read,
+/// caller}`.
+const JS_HALF: &str = include_str!("caller.js");
+
+/// The JS half, compiled: `{read, caller}` (see `caller.js`).
+pub(crate) fn js_half(env: &Env) -> napi::Result<Object<'_>> {
+    let factory: Function<'_, FnArgs<(u32, u32, u32)>, Object<'_>> = env.run_script(JS_HALF)?;
+    // Three arguments (a bare tuple would be passed as one array).
+    factory.call(FnArgs::from((MAX_VALUES, MAX_DEPTH, LONG_STRING_UNITS)))
+}
+
+/// A new `callHook` of `bridge`: the JS half around a new native half.
+pub(crate) fn create(env: &Env, bridge: Arc<Bridge>) -> napi::Result<RawValue> {
+    // SAFETY: `env` is the current env, on its JS thread (a method call's).
+    let native = unsafe { native_half(env.raw(), bridge) }?;
+    let caller: Function<'_, RawValue, RawValue> =
+        js_half(env)?.get_named_property_unchecked("caller")?;
+    caller.call(RawValue(native))
+}
+
+/// The native half: `(hook, handed, onOutput?)`, where `handed` is the params as `caller.js`
+/// hands them over.
 ///
 /// # Safety
 /// `env` is the current env, on its JS thread.
-pub(crate) unsafe fn create(
-    env: sys::napi_env,
-    bridge: Arc<Bridge>,
-) -> napi::Result<sys::napi_value> {
+unsafe fn native_half(env: sys::napi_env, bridge: Arc<Bridge>) -> napi::Result<sys::napi_value> {
     let caller = Box::into_raw(Box::new(bridge));
     let mut function = std::ptr::null_mut();
     // SAFETY: `env` as above; the name is a static NUL-terminated string given with its length;
@@ -39,8 +63,8 @@ pub(crate) unsafe fn create(
     let mut status = unsafe {
         sys::napi_create_function(
             env,
-            c"callHook".as_ptr(),
-            c"callHook".count_bytes() as isize,
+            c"callNative".as_ptr(),
+            c"callNative".count_bytes() as isize,
             Some(call_hook),
             caller.cast(),
             &mut function,
@@ -83,7 +107,7 @@ unsafe extern "C" fn finalize(
     drop(unsafe { Box::from_raw(data.cast::<Arc<Bridge>>()) });
 }
 
-/// `callHook(hook, params, onOutput?)`: [`Bridge::call`]'s outcome, or its throw.
+/// `callNative(hook, handed, onOutput?)`: [`Bridge::call`]'s outcome, or its throw.
 unsafe extern "C" fn call_hook(
     env: sys::napi_env,
     info: sys::napi_callback_info,
@@ -127,7 +151,7 @@ unsafe extern "C" fn call_hook(
             // callback's result (its null return value is then ignored by Node).
             unsafe { JsError::from(error).throw_into(env) };
         }
-        // Else what reading the params threw is pending already, and JS sees it thrown as it is.
+        // Else an exception is pending already, and JS sees it thrown as it is.
         std::ptr::null_mut()
     })
 }

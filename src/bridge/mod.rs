@@ -1,12 +1,13 @@
 //! The bridge between JavaScript and a provider: one way in, one way out.
 //!
 //! Every hook call takes the same route. plugin-kit calls the provider's hook caller
-//! ([`caller`]: `callHook(hook, params, onOutput?)`, a plain JS function) and it calls
-//! [`Bridge::call`], which
+//! ([`caller`]: `callHook(hook, params, onOutput?)`), whose JS half hands the params over as one
+//! string and whose native half calls [`Bridge::call`], which
 //! 1. reads the params into a `serde_json::Value` ([`params`]),
 //! 2. runs the provider's hook ([`sandbox_core::Provider::call`]) with a host sink for the call
 //!    (its bound `ctx.execution.log` when the hook streams output), under the panic guard, and
-//! 3. hands back the outcome as one JS object, `{value}`, `{error}` or `{}` ([`outcome`]).
+//! 3. hands back the outcome, which reaches plugin-kit as one JS object, `{value}`, `{error}`
+//!    or `{}` ([`outcome`]).
 //!
 //! A synchronous hook ([`Hook::is_synchronous`]: health, config validation, computation only)
 //! runs to its end on the JS thread and the object is returned at once: a few microseconds of
@@ -22,7 +23,7 @@ pub mod outcome;
 pub(crate) mod params;
 pub(crate) mod strings;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, JsValue, Object};
 use napi::{Env, sys};
@@ -33,7 +34,6 @@ use crate::execution_log::ExecutionLogCallback;
 use crate::guard;
 use crate::host::JsHost;
 use outcome::Outcome;
-use params::ParamsReader;
 use strings::{HookName, RawValue};
 
 /// One provider as JavaScript reaches it: the provider, its host callbacks, and the JS
@@ -44,13 +44,11 @@ pub(crate) struct Bridge {
     js: Arc<JsFunctions>,
 }
 
-/// This env's functions the bridge calls on every hook call, taken once: looking `JSON.parse` up
-/// on the global object each time (the global, two property reads by name) cost about as much
-/// as a small call itself.
+/// This env's `JSON.parse`, taken once (looking it up on the global object each time, the global
+/// and two property reads by name, cost about as much as a small call itself), for the outcomes
+/// made into objects here: those that settle a promise and those holding long strings.
 struct JsFunctions {
     parse: FunctionRef<RawValue, RawValue>,
-    /// Compiled by the first hook call with params, not at load (see [`params`]).
-    reader: OnceLock<ParamsReader>,
 }
 
 impl Bridge {
@@ -62,7 +60,6 @@ impl Bridge {
             host,
             js: Arc::new(JsFunctions {
                 parse: parse.create_ref()?,
-                reader: OnceLock::new(),
             }),
         })
     }
@@ -72,18 +69,19 @@ impl Bridge {
         self.provider.hooks()
     }
 
-    /// Runs `hook` with `params` (see the module docs): the outcome object of a synchronous
-    /// hook, a promise of it for any other. `log` is the call's bound `ctx.execution.log`, for
-    /// a hook that streams output; the outcome waits until every chunk has been handed to it.
-    /// `Err` when reading the params threw (a `BigInt`), the exception pending for the caller.
+    /// Runs `hook` with the params `handed` over by the caller's JS half (see the module docs):
+    /// a synchronous hook's outcome at once (its JSON text, which the JS half parses, or the
+    /// object itself when it holds long strings), a promise of the object for any other. `log`
+    /// is the call's bound `ctx.execution.log`, for a hook that streams output; the outcome
+    /// waits until every chunk has been handed to it.
     pub fn call(
         &self,
         env: &Env,
         hook: HookName,
-        params: sys::napi_value,
+        handed: sys::napi_value,
         log: Option<ExecutionLogCallback>,
     ) -> napi::Result<sys::napi_value> {
-        let read = params::read(env, params, || self.reader(env))?;
+        let read = params::from_js(env, handed)?;
         let known = hook.0.as_ref().ok().copied();
         let provider = Arc::clone(&self.provider);
         let sink = Arc::new(self.host.for_call(log));
@@ -106,7 +104,7 @@ impl Bridge {
         }));
         let call = if known.is_some_and(Hook::is_synchronous) {
             match poll_once(call) {
-                Ok(outcome) => return Ok(outcome.into_js(env, &self.js.parse)?.0),
+                Ok(outcome) => return Ok(outcome.write().into_text_or_js(env, &self.js.parse)?.0),
                 // Did not complete on its first poll: it finishes on the runtime.
                 Err(pending) => pending,
             }
@@ -147,15 +145,6 @@ impl Bridge {
                 outcome.into_js(env, &js.parse)
             })?;
         Ok(promise.raw())
-    }
-
-    /// The params reader, compiled on first use.
-    fn reader(&self, env: &Env) -> napi::Result<&ParamsReader> {
-        if let Some(reader) = self.js.reader.get() {
-            return Ok(reader);
-        }
-        let reader = ParamsReader::new(env)?;
-        Ok(self.js.reader.get_or_init(|| reader))
     }
 }
 

@@ -1,9 +1,10 @@
-//! How a hook's outcome gets out to JavaScript: always as one object, `{value}`, `{error}` or
-//! `{}` (resolved with `undefined`), which plugin-kit's `settle` unwraps.
+//! How a hook's outcome gets out to JavaScript: as one object, `{value}`, `{error}` or `{}`
+//! (resolved with `undefined`), which plugin-kit's `settle` unwraps.
 //!
-//! The object is made by V8's `JSON.parse` from the outcome's JSON text ([`Outcome::into_js`]):
-//! V8 builds objects from JSON several times faster than napi can property by property. Its
-//! long strings are the exception: each string of [`LONG_STRING_BYTES`] or more is left out of
+//! The object is made by V8's `JSON.parse` from the outcome's JSON text: V8 builds objects from
+//! JSON several times faster than napi can property by property. For a synchronous hook the
+//! caller's JS half parses the text ([`Written::into_text_or_js`]); a promise settles with the
+//! object made here ([`Outcome::into_js`]). Long strings are the exception: each string of [`LONG_STRING_BYTES`] or more is left out of
 //! the text (`null` in its place) and set in its place by napi after the parse, because V8 makes
 //! a string from escaped JSON at ~10 instructions a byte (a kubeconfig's newlines are escapes)
 //! while napi copies one in at ~1, for ~2,500 instructions a string. An ASCII string of
@@ -175,6 +176,22 @@ pub enum PathKey {
 }
 
 impl Written {
+    /// The text alone when no long string was held out of it (the caller's JS half parses it:
+    /// a plain call there, where calling `JSON.parse` from here pays for entering JavaScript from
+    /// native code, ~2,000-3,000 instructions counted with callgrind), else
+    /// [`into_js`](Self::into_js)'s object.
+    pub fn into_text_or_js(
+        self,
+        env: &Env,
+        parse: &FunctionRef<RawValue, RawValue>,
+    ) -> napi::Result<RawValue> {
+        if self.long.is_empty() {
+            // SAFETY: `env` is the current env, on its JS thread (a hook call's).
+            return Ok(RawValue(unsafe { create_string(env.raw(), &self.text)? }));
+        }
+        self.into_js(env, parse)
+    }
+
     /// The object `JSON.parse` makes of the text, each long string set in its place.
     pub fn into_js(
         self,

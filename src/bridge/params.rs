@@ -1,28 +1,29 @@
-//! How a hook's params get into Rust: one call into a small JS reader, whose answer is parsed
-//! here into the `serde_json::Value` the provider takes.
+//! How a hook's params get into Rust: the one string the JS half of the hook caller
+//! (`caller.js`) makes of them, parsed here into the `serde_json::Value` the provider takes.
 //!
 //! The provider gets exactly the tree serde_json would parse from `JSON.stringify(params)`; how
-//! it gets there is decided here alone. Params are mostly a handful of keys holding strings, one
-//! of which can be kilobytes (a Kubernetes config's kubeconfig). As JSON text such a string is
-//! walked four times per call: `JSON.stringify` escapes it (~9 instructions a byte), napi copies
-//! the text out, serde_json scans and unescapes it. Read property by property through napi it
-//! is copied once, but each value costs ~4,000 instructions of napi's generic paths. So the
-//! reader (`params_reader.js`, compiled once per provider by its first hook call with params)
-//! reads the params in JS, where V8 compiles the property reads, and writes small plain params
-//! as one string of tagged tokens, each string unescaped and prefixed by its length, which one
-//! napi call copies out and [`Form`] parses (measured with callgrind: a Kubernetes validate
-//! call ~24,000 instructions cheaper than the text; for params of short strings only, such as
-//! CreateOS's, the two cost the same, so every provider takes the one route).
+//! it gets there is decided here and in `caller.js` alone. Params are mostly a handful of keys
+//! holding strings, one of which can be kilobytes (a Kubernetes config's kubeconfig). As JSON
+//! text such a string is walked four times per call: `JSON.stringify` escapes it (~9
+//! instructions a byte), napi copies the text out, serde_json scans and unescapes it. Read
+//! property by property through napi it is copied once, but each value costs ~4,000
+//! instructions of napi's generic paths. So `caller.js` reads the params in JS, where V8
+//! compiles the property reads, and writes small plain params that hold a string of
+//! [`LONG_STRING_UNITS`] or more as one string of tagged tokens,
+//! each string unescaped and prefixed by its length, which one napi call copies out and
+//! [`Form`] parses (a Kubernetes validate call ~24,000 instructions cheaper than the text,
+//! counted with callgrind).
 //!
-//! Wide or deep params (past [`MAX_VALUES`] values or [`MAX_DEPTH`] levels), and anything
+//! Params without such a string, wide or deep params (past [`MAX_VALUES`] values or
+//! [`MAX_DEPTH`] levels), and anything
 //! `JSON.stringify` treats specially (an object with a `toJSON`, a prototype other than
-//! `Object.prototype` or `null`, a `BigInt`), are handed over by the same reader as
-//! `JSON.stringify`'s text, parsed here by serde_json: the reader then behaves as
-//! `JSON.stringify` does, its throws included (a `BigInt` throws its `TypeError`). Params
-//! nested too deeply for `JSON.stringify` (its stack runs out: a `RangeError`) or for
-//! serde_json (128 levels) fail with the catalogued [`PARAMS_TOO_DEEP`]. A lone surrogate,
-//! which `JSON.stringify` writes as an escape serde_json refuses, becomes U+FFFD, as Node
-//! writes it wherever a string becomes UTF-8; the reader's form does the same.
+//! `Object.prototype` or `null`, a `BigInt`), are handed over as `JSON.stringify`'s text,
+//! parsed here by serde_json (`JSON.stringify` throws what it throws, a `BigInt`'s `TypeError`,
+//! in JS). Params nested too deeply for `JSON.stringify` (its stack runs out: a `RangeError`,
+//! handed over as the number 0) or for serde_json (128 levels) fail with the catalogued
+//! [`PARAMS_TOO_DEEP`]. A lone surrogate, which `JSON.stringify` writes as an escape
+//! serde_json refuses, becomes U+FFFD, as Node writes it wherever a string becomes UTF-8; the
+//! form does the same.
 //!
 //! The form keeps what `JSON.stringify` keeps: own enumerable string-keyed properties in the
 //! engine's key order; `undefined`, functions and symbols left out of objects and `null` in
@@ -30,9 +31,6 @@
 //! runs again on the text route if the reader gave up after it ran; params parsed from a
 //! JSON-RPC line have none.
 
-use std::ptr;
-
-use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, JsValue};
 use napi::{Env, sys};
 use sandbox_core::ProviderError;
 use sandbox_core::hook::PARAMS_TOO_DEEP;
@@ -43,21 +41,17 @@ use crate::napi_status::check;
 
 /// More values than this (objects, arrays, their members) go down the text route, whose cost
 /// per value is lower once the params are wide enough.
-const MAX_VALUES: u32 = 128;
+pub const MAX_VALUES: u32 = 128;
 
 /// Params nested deeper than this go down the text route (which has the depth limits).
-const MAX_DEPTH: u32 = 16;
+pub const MAX_DEPTH: u32 = 16;
+
+/// Params are read in the form only when they hold a string at least this long (in UTF-16
+/// units): below it, escaping and unescaping the string costs less than the form's walk.
+pub const LONG_STRING_UNITS: u32 = 512;
 
 /// serde_json refuses params nested deeper than this (its recursion limit).
 const TEXT_MAX_DEPTH: usize = 127;
-
-/// The reader's source: a script whose value is `(maxValues, maxDepth) => reader`.
-const READER_SOURCE: &str = include_str!("params_reader.js");
-
-/// The JS function that reads params (see the module docs), compiled once.
-pub struct ParamsReader {
-    reader: FunctionRef<sys::napi_value, sys::napi_value>,
-}
 
 /// A hook's params on their way to the provider: read already, or JSON text still to be parsed
 /// (off the JS thread, for a hook that runs on the runtime).
@@ -76,88 +70,38 @@ impl Params {
     }
 }
 
-/// Reads a hook's `params`: `Ok(Err(_))` for params too deep to read; `Err` when reading them
-/// threw (as `JSON.stringify` throws for a `BigInt`), the exception left pending for the
-/// caller's throw. `undefined` and `null` need no reader; `reader` gives it for anything else.
-pub fn read<'a>(
-    env: &Env,
-    params: sys::napi_value,
-    reader: impl FnOnce() -> napi::Result<&'a ParamsReader>,
-) -> napi::Result<Result<Params, ProviderError>> {
+/// The params from what `caller.js` handed over (`read`'s answer, or `null` for params that
+/// were `undefined` or `null`): `Err` only for a bridge failure.
+pub fn from_js(env: &Env, handed: sys::napi_value) -> napi::Result<Result<Params, ProviderError>> {
     let mut kind = 0;
     check(
-        // SAFETY: `params` is a live handle of this env in the hook call's scope, on its JS
+        // SAFETY: `handed` is a live handle of this env in the hook call's scope, on its JS
         // thread; `kind` is a local.
-        unsafe { sys::napi_typeof(env.raw(), params, &mut kind) },
+        unsafe { sys::napi_typeof(env.raw(), handed, &mut kind) },
         "a hook's params (their type)",
     )?;
-    if kind == sys::ValueType::napi_undefined || kind == sys::ValueType::napi_null {
-        return Ok(Ok(Params::Read(Value::Null)));
-    }
-    reader()?.read(env, params)
-}
-
-impl ParamsReader {
-    pub fn new(env: &Env) -> napi::Result<Self> {
-        let factory: Function<
-            '_,
-            FnArgs<(u32, u32)>,
-            Function<'_, sys::napi_value, sys::napi_value>,
-        > = env.run_script(READER_SOURCE)?;
-        // Two arguments (a bare tuple would be passed as one array).
-        let reader = factory.call(FnArgs::from((MAX_VALUES, MAX_DEPTH)))?;
-        Ok(Self {
-            reader: reader.create_ref()?,
-        })
-    }
-
-    /// Reads `params` (see [`read`]).
-    fn read(
-        &self,
-        env: &Env,
-        params: sys::napi_value,
-    ) -> napi::Result<Result<Params, ProviderError>> {
-        let mut kind = 0;
-        let reader = self.reader.borrow_back(env)?.raw();
-        let mut written = ptr::null_mut();
-        // SAFETY: handles of this env in the hook call's scope; the out-pointer is a local. The
-        // reader is an arrow function, so the receiver passed (itself) is not read.
-        let status =
-            unsafe { sys::napi_call_function(env.raw(), reader, reader, 1, &params, &mut written) };
-        if status == sys::Status::napi_pending_exception {
-            // What `JSON.stringify` threw; the caller returns, and JS sees it thrown.
-            return Err(napi::Error::new(
-                napi::Status::PendingException,
-                "reading a hook's params threw",
-            ));
+    Ok(Ok(match kind {
+        sys::ValueType::napi_string => {
+            // SAFETY: `handed` is a live string handle of this env.
+            let text = unsafe { read_utf8(env.raw(), handed) }?;
+            match text.strip_prefix(FORM_MARK) {
+                Some(form) => match Form::parse(form) {
+                    Some(params) => Params::Read(params),
+                    None => {
+                        return Ok(Err(internal(
+                            "the params reader wrote what it never writes",
+                        )));
+                    }
+                },
+                None => Params::Text(text),
+            }
         }
-        check(status, "a hook's params (the reader's call)")?;
-        check(
-            // SAFETY: `written` is the live handle the call returned in this scope.
-            unsafe { sys::napi_typeof(env.raw(), written, &mut kind) },
-            "a hook's params (the reader's answer)",
-        )?;
-        match kind {
-            sys::ValueType::napi_string => {}
-            // Its one number: params too deep for `JSON.stringify`.
-            sys::ValueType::napi_number => return Ok(Err(ProviderError::new(PARAMS_TOO_DEEP))),
-            // `JSON.stringify`'s `undefined`, for a top-level function or symbol: no value.
-            _ => return Ok(Ok(Params::Text("null".to_owned()))),
-        }
-        // SAFETY: `written` is a live string handle of this env.
-        let text = unsafe { read_utf8(env.raw(), written) }?;
-        Ok(Ok(match text.strip_prefix(FORM_MARK) {
-            Some(form) => match Form::parse(form) {
-                Some(params) => Params::Read(params),
-                None => {
-                    return Ok(Err(internal(
-                        "the params reader wrote what it never writes",
-                    )));
-                }
-            },
-            None => Params::Text(text),
-        }))
-    }
+        // Its one number: params too deep for `JSON.stringify`.
+        sys::ValueType::napi_number => return Ok(Err(ProviderError::new(PARAMS_TOO_DEEP))),
+        sys::ValueType::napi_null | sys::ValueType::napi_undefined => Params::Read(Value::Null),
+        // Never handed over by `caller.js`.
+        _ => return Ok(Err(internal("hook params came in an unknown shape"))),
+    }))
 }
 
 /// How the reader's form starts: never the first character of JSON text.

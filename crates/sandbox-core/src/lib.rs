@@ -11,8 +11,9 @@
 //! With the `testing` feature (the providers' dev-dependencies enable it), `golden` loads the
 //! recorded golden vectors, `soak` drives the reliability soaks, `fuzz` holds the shared
 //! half of the property fuzzing, `poll` is the tests' one bounded wait on a condition,
-//! `hostile` the host-side checks of the hostile-sandbox suites and `hook_table` the check of
-//! the catalogue's hook names against a provider's table.
+//! `hostile` the host-side checks of the hostile-sandbox suites, `hook_table` the check of
+//! the catalogue's hook names against a provider's table and `module_graph` the check of a
+//! crate's module layering and file and function sizes.
 
 pub mod archive;
 pub mod confined;
@@ -27,6 +28,8 @@ pub mod hook_table;
 pub mod host;
 #[cfg(feature = "testing")]
 pub mod hostile;
+#[cfg(feature = "testing")]
+pub mod module_graph;
 pub mod output_batch;
 #[cfg(feature = "testing")]
 pub mod poll;

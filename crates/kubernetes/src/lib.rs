@@ -58,6 +58,7 @@
 pub mod builders;
 pub mod cluster;
 pub mod config;
+pub mod error;
 pub mod exec;
 pub mod hooks;
 pub mod lease;
@@ -66,6 +67,7 @@ mod provider;
 pub mod sync;
 
 pub use config::KubernetesConfig;
+pub use error::Error;
 pub use hooks::{
     ConfigStage, INVALID_CONFIG_SUMMARY, config_stage_of_acquire, config_stage_of_destroy,
     config_stage_of_execute, config_stage_of_release, config_stage_of_resume,

@@ -4,7 +4,7 @@
 use sandbox_core::BoxFuture;
 use serde_json::Value;
 
-use super::error::ApiResult;
+use crate::error::ApiResult;
 
 /// The client object a call goes through in the original (`makeKubeClients`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,7 +108,7 @@ impl ApiMethod {
 ///
 /// Requests are the client-node request objects as JSON (documented on each [`ApiMethod`]
 /// variant; `body` is the exact manifest to send). Responses are the decoded response bodies.
-/// Errors are [`ApiError`](super::ApiError)s carrying the HTTP status: the orchestration code
+/// Errors are [`Error`](super::Error)s carrying the HTTP status: the orchestration code
 /// absorbs 404 and 409 exactly where the original does and passes everything else through.
 ///
 /// An implementation provides [`ClusterApi::call`]; the named methods below are what the

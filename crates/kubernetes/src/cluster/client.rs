@@ -11,7 +11,8 @@ use sandbox_core::BoxFuture;
 use serde_json::Value;
 
 use super::credentials::{KubeClientHandle, Redactor};
-use crate::cluster::{ApiError, ApiMethod, ApiResult, ClusterApi};
+use crate::cluster::{ApiMethod, ApiResult, ClusterApi};
+use crate::error::Error;
 
 /// A Kubernetes API server reached through kube-rs.
 #[derive(Clone, Debug)]
@@ -41,7 +42,7 @@ impl KubeCluster {
     async fn perform(&self, method: ApiMethod, request: Value) -> ApiResult {
         crate::cluster::api_bound::bounded(self.perform_unbounded(method, request))
             .await
-            .map_err(ApiError::transport)?
+            .map_err(Error::unanswered)?
     }
 
     async fn perform_unbounded(&self, method: ApiMethod, request: Value) -> ApiResult {
@@ -51,8 +52,7 @@ impl KubeCluster {
         let http_request = match method {
             ApiMethod::GetApiVersions => {
                 let groups = client.list_api_groups().await.map_err(fail)?;
-                return serde_json::to_value(groups)
-                    .map_err(|e| ApiError::transport(e.to_string()));
+                return serde_json::to_value(groups).map_err(|e| Error::unanswered(e.to_string()));
             }
             ApiMethod::ReadNamespacedPodLog => {
                 let req = Request::new(core_path(&request, "pods")?)
@@ -78,7 +78,7 @@ impl ClusterApi for KubeCluster {
 }
 
 /// The HTTP request of one JSON-shaped call (all methods but logs and discovery).
-fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec<u8>>, ApiError> {
+fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec<u8>>, Error> {
     use ApiMethod::*;
     let get = |path: String| {
         Request::new(path)
@@ -90,7 +90,7 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
         if method == CreateNamespacedLimitRange {
             drop_limit_range_defaults(&mut body);
         }
-        let bytes = serde_json::to_vec(&body).map_err(|e| ApiError::transport(e.to_string()))?;
+        let bytes = serde_json::to_vec(&body).map_err(|e| Error::unanswered(e.to_string()))?;
         Request::new(path)
             .create(&PostParams::default(), bytes)
             .map_err(build_error)
@@ -104,7 +104,7 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
             .delete(&field(request, "name")?, &params)
             .map_err(build_error)
     };
-    let rbac = |plural: &str| -> Result<String, ApiError> {
+    let rbac = |plural: &str| -> Result<String, Error> {
         Ok(format!(
             "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/{plural}",
             field(request, "namespace")?
@@ -170,38 +170,36 @@ fn drop_limit_range_defaults(body: &mut Value) {
 /// A path parameter, encoded as client-node does (`encodeURIComponent(String(value))`): a name
 /// that is not a valid object name still makes a request (and meets the server's 404 or 422)
 /// instead of failing to build one.
-fn field(request: &Value, key: &str) -> Result<String, ApiError> {
+fn field(request: &Value, key: &str) -> Result<String, Error> {
     request
         .get(key)
         .and_then(Value::as_str)
         .map(js_compat::uri::encode_uri_component)
-        .ok_or_else(|| {
-            ApiError::transport(format!("Required parameter {key} was null or undefined"))
-        })
+        .ok_or_else(|| Error::unanswered(format!("Required parameter {key} was null or undefined")))
 }
 
-fn core_path(request: &Value, plural: &str) -> Result<String, ApiError> {
+fn core_path(request: &Value, plural: &str) -> Result<String, Error> {
     Ok(format!(
         "/api/v1/namespaces/{}/{plural}",
         field(request, "namespace")?
     ))
 }
 
-fn batch_path(request: &Value) -> Result<String, ApiError> {
+fn batch_path(request: &Value) -> Result<String, Error> {
     Ok(format!(
         "/apis/batch/v1/namespaces/{}/jobs",
         field(request, "namespace")?
     ))
 }
 
-fn networking_path(request: &Value) -> Result<String, ApiError> {
+fn networking_path(request: &Value) -> Result<String, Error> {
     Ok(format!(
         "/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies",
         field(request, "namespace")?
     ))
 }
 
-fn custom_path(request: &Value) -> Result<String, ApiError> {
+fn custom_path(request: &Value) -> Result<String, Error> {
     Ok(format!(
         "/apis/{}/{}/namespaces/{}/{}",
         field(request, "group")?,
@@ -220,23 +218,23 @@ fn propagation_policy(value: Option<&Value>) -> Option<PropagationPolicy> {
     }
 }
 
-fn build_error(err: kube::core::request::Error) -> ApiError {
-    ApiError::transport(err.to_string())
+fn build_error(err: kube::core::request::Error) -> Error {
+    Error::unanswered(err.to_string())
 }
 
 /// A kube-rs error as the hooks see it: an API `Status` keeps its HTTP code and its message
 /// (never kube's Debug/Display dump); anything else has no HTTP status and a scrubbed message.
-pub fn api_error_from_kube(err: kube::Error, redactor: &Redactor) -> ApiError {
+pub fn api_error_from_kube(err: kube::Error, redactor: &Redactor) -> Error {
     match err {
         kube::Error::Api(status) => api_error_from_status(*status),
-        other => ApiError::transport(redactor.redact(&transport_message(&other))),
+        other => Error::unanswered(redactor.redact(&transport_message(&other))),
     }
 }
 
 /// An API failure as the original's client raised it: its message starts with the HTTP status
 /// (`HTTP-Code: 404`), then the API's own Status message. The client also appended the whole
 /// response body and headers; those stay out, since provider bodies never go into errors.
-fn api_error_from_status(status: Status) -> ApiError {
+fn api_error_from_status(status: Status) -> Error {
     let code = status.code;
     let detail = if !status.message.is_empty() {
         status.message.clone()
@@ -250,7 +248,7 @@ fn api_error_from_status(status: Status) -> ApiError {
             .to_string()
     };
     let body = serde_json::to_value(&status).unwrap_or(Value::Null);
-    ApiError::new(code, format!("HTTP-Code: {code}\nMessage: {detail}")).with_status(body)
+    Error::new(code, format!("HTTP-Code: {code}\nMessage: {detail}")).with_status(body)
 }
 
 /// The error chain, joined: kube's top-level Display is often only "ServiceError: client
@@ -389,13 +387,13 @@ mod tests {
                 .read_namespaced_pod(json!({"namespace": "ns", "name": "pc-x"}))
                 .await
                 .unwrap_err();
-            assert_eq!(err.code, code);
+            assert_eq!(err.http_status().unwrap_or(0), code);
             assert_eq!(
-                err.message,
+                err.to_string(),
                 format!("HTTP-Code: {code}\nMessage: {message}")
             );
-            assert_eq!(err.status.as_ref().unwrap()["reason"], reason);
-            assert!(!err.message.contains("ApiError"));
+            assert_eq!(err.status_body().unwrap()["reason"], reason);
+            assert!(!err.to_string().contains("Error"));
         }
     }
 
@@ -409,7 +407,7 @@ mod tests {
             .read_namespaced_pod(json!({"namespace": "ns x", "name": "[object Object]/é?#"}))
             .await
             .unwrap_err();
-        assert_eq!(err.code, 404);
+        assert_eq!(err.http_status().unwrap_or(0), 404);
         assert_eq!(
             seen.lock().unwrap()[0].1,
             "/api/v1/namespaces/ns%20x/pods/%5Bobject%20Object%5D%2F%C3%A9%3F%23"
@@ -427,15 +425,18 @@ mod tests {
             .read_namespace(json!({"name": "x"}))
             .await
             .unwrap_err();
-        assert_eq!(err.code, 503);
-        assert_eq!(err.message, "HTTP-Code: 503\nMessage: upstream unavailable");
+        assert_eq!(err.http_status().unwrap_or(0), 503);
+        assert_eq!(
+            err.to_string(),
+            "HTTP-Code: 503\nMessage: upstream unavailable"
+        );
         let (cluster, _) = canned(|_, _| (500, json!("")));
         let err = cluster
             .read_namespace(json!({"name": "x"}))
             .await
             .unwrap_err();
         assert_eq!(
-            (err.code, err.message.as_str()),
+            (err.http_status().unwrap_or(0), err.to_string().as_str()),
             (500, "HTTP-Code: 500\nMessage: Failed to parse error data")
         );
     }

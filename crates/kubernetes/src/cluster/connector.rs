@@ -8,14 +8,15 @@ use std::sync::Arc;
 
 use sandbox_core::BoxFuture;
 
+use super::ClusterApi;
 use super::client::KubeCluster;
 use super::credentials::ClientCache;
-use super::{ApiError, ClusterApi};
 use crate::config::KubernetesConfig;
+use crate::error::Error;
 use crate::exec::tty::{TtyEvents, TtySession, open_tty_exec};
 use crate::exec::{
-    AGENT_CONTAINER, ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
-    exec_in_pod, exec_in_pod_streaming,
+    AGENT_CONTAINER, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput, exec_in_pod,
+    exec_in_pod_streaming,
 };
 
 /// The message of the default [`PodExec::exec_streaming`] / [`PodExec::open_tty`] of an exec
@@ -29,7 +30,7 @@ pub trait PodExec: Send + Sync {
         &self,
         request: ExecRequest,
         tap: Option<OutputTap>,
-    ) -> BoxFuture<'_, Result<ExecOutput, ExecError>>;
+    ) -> BoxFuture<'_, Result<ExecOutput, Error>>;
 
     /// `execInPodStreaming(kc, namespace, pod, "agent", argv, io)`.
     fn exec_streaming<'a>(
@@ -38,8 +39,8 @@ pub trait PodExec: Send + Sync {
         _pod: &'a str,
         _argv: &'a [String],
         _io: StreamingIo<'a>,
-    ) -> BoxFuture<'a, Result<StreamingOutput, ExecError>> {
-        Box::pin(async { Err(ExecError::Transport(STREAMING_UNSUPPORTED.into())) })
+    ) -> BoxFuture<'a, Result<StreamingOutput, Error>> {
+        Box::pin(async { Err(Error::Transport(STREAMING_UNSUPPORTED.into())) })
     }
 
     /// Opens a tty exec in container `agent`; output and the exit go to `events`.
@@ -49,8 +50,8 @@ pub trait PodExec: Send + Sync {
         _pod: &'a str,
         _argv: Vec<String>,
         _events: Arc<dyn TtyEvents>,
-    ) -> BoxFuture<'a, Result<Arc<TtySession>, ExecError>> {
-        Box::pin(async { Err(ExecError::Transport(STREAMING_UNSUPPORTED.into())) })
+    ) -> BoxFuture<'a, Result<Arc<TtySession>, Error>> {
+        Box::pin(async { Err(Error::Transport(STREAMING_UNSUPPORTED.into())) })
     }
 }
 
@@ -59,7 +60,7 @@ impl PodExec for KubeCluster {
         &self,
         request: ExecRequest,
         tap: Option<OutputTap>,
-    ) -> BoxFuture<'_, Result<ExecOutput, ExecError>> {
+    ) -> BoxFuture<'_, Result<ExecOutput, Error>> {
         Box::pin(async move {
             exec_in_pod(self.client(), self.redactor(), &request, tap.as_ref()).await
         })
@@ -71,7 +72,7 @@ impl PodExec for KubeCluster {
         pod: &'a str,
         argv: &'a [String],
         io: StreamingIo<'a>,
-    ) -> BoxFuture<'a, Result<StreamingOutput, ExecError>> {
+    ) -> BoxFuture<'a, Result<StreamingOutput, Error>> {
         Box::pin(exec_in_pod_streaming(
             self.client(),
             self.redactor(),
@@ -89,7 +90,7 @@ impl PodExec for KubeCluster {
         pod: &'a str,
         argv: Vec<String>,
         events: Arc<dyn TtyEvents>,
-    ) -> BoxFuture<'a, Result<Arc<TtySession>, ExecError>> {
+    ) -> BoxFuture<'a, Result<Arc<TtySession>, Error>> {
         Box::pin(async move {
             open_tty_exec(
                 self.client(),
@@ -116,7 +117,7 @@ pub trait ClusterConnector: Send + Sync {
     fn connect<'a>(
         &'a self,
         config: &'a KubernetesConfig,
-    ) -> BoxFuture<'a, Result<Connection, ApiError>>;
+    ) -> BoxFuture<'a, Result<Connection, Error>>;
 }
 
 /// The real connector: kube-rs clients from its own per-credential cache. Each provider owns
@@ -130,7 +131,7 @@ impl ClusterConnector for KubeConnector {
     fn connect<'a>(
         &'a self,
         config: &'a KubernetesConfig,
-    ) -> BoxFuture<'a, Result<Connection, ApiError>> {
+    ) -> BoxFuture<'a, Result<Connection, Error>> {
         Box::pin(async move {
             let handle = self.clients.client_for(config).await?;
             let cluster = Arc::new(KubeCluster::new(handle));

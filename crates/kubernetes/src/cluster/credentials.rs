@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use sha2::{Digest, Sha256};
 
-use crate::cluster::ApiError;
 use crate::config::KubernetesConfig;
+use crate::error::Error;
 
 /// A8: neither `inCluster` nor a non-blank kubeconfig.
 pub const CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS: &str =
@@ -33,13 +33,13 @@ impl std::fmt::Debug for CredentialSource {
 
 impl CredentialSource {
     /// `createKubeConfig({inCluster, kubeconfig})`'s choice, or A8.
-    pub fn from_config(config: &KubernetesConfig) -> Result<Self, ApiError> {
+    pub fn from_config(config: &KubernetesConfig) -> Result<Self, Error> {
         if config.in_cluster {
             return Ok(CredentialSource::InCluster);
         }
         match config.kubeconfig.as_deref() {
             Some(text) if !text.trim().is_empty() => Ok(CredentialSource::Kubeconfig(text.into())),
-            _ => Err(ApiError::transport(CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS)),
+            _ => Err(Error::unanswered(CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS)),
         }
     }
 
@@ -176,10 +176,7 @@ impl ClientCache {
     }
 
     /// The client for `config`'s credentials, built on first use.
-    pub async fn client_for(
-        &self,
-        config: &KubernetesConfig,
-    ) -> Result<KubeClientHandle, ApiError> {
+    pub async fn client_for(&self, config: &KubernetesConfig) -> Result<KubeClientHandle, Error> {
         let source = CredentialSource::from_config(config)?;
         let key = source.cache_key();
         if let Some(handle) = self.lock().get(&key) {
@@ -213,16 +210,15 @@ fn install_crypto_provider() {
 
 /// Builds a client: in-cluster service-account config, or the inline kubeconfig's current
 /// context. Errors carry no HTTP status and are scrubbed of the kubeconfig's secrets.
-pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle, ApiError> {
+pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle, Error> {
     install_crypto_provider();
     let redactor = source.redactor();
-    let scrub =
-        |err: &dyn std::fmt::Display| ApiError::transport(redactor.redact(&err.to_string()));
+    let scrub = |err: &dyn std::fmt::Display| Error::unanswered(redactor.redact(&err.to_string()));
     let config = match source {
         CredentialSource::InCluster => kube::Config::incluster().map_err(|e| scrub(&e))?,
         CredentialSource::Kubeconfig(text) => {
             let kubeconfig = Kubeconfig::from_yaml(text)
-                .map_err(|e| ApiError::transport(kubeconfig_yaml_message(&e.to_string())))?;
+                .map_err(|e| Error::unanswered(kubeconfig_yaml_message(&e.to_string())))?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| scrub(&e))?
@@ -239,7 +235,7 @@ pub async fn build_client(source: &CredentialSource) -> Result<KubeClientHandle,
     if let Some(token) = &config.auth_info.token {
         use secrecy::ExposeSecret;
         if http::HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).is_err() {
-            return Err(ApiError::transport(KUBECONFIG_TOKEN_INVALID));
+            return Err(Error::unanswered(KUBECONFIG_TOKEN_INVALID));
         }
     }
     let client = kube::Client::try_from(config).map_err(|e| scrub(&e))?;
@@ -263,7 +259,7 @@ mod tests {
     fn blank_kubeconfig_needs_credentials() {
         let err =
             CredentialSource::from_config(&config(json!({"kubeconfig": "  \n "}))).unwrap_err();
-        assert_eq!(err.message, CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS);
+        assert_eq!(err.to_string(), CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS);
         assert_eq!(err.http_status(), None);
     }
 
@@ -294,7 +290,7 @@ mod tests {
         let err = build_client(&CredentialSource::Kubeconfig(text.into()))
             .await
             .unwrap_err();
-        assert!(!err.message.contains("CANARY"), "{}", err.message);
+        assert!(!err.to_string().contains("CANARY"), "{}", err.to_string());
         assert_eq!(err.http_status(), None);
     }
 
@@ -312,9 +308,9 @@ mod tests {
         )))
         .await
         .unwrap_err();
-        assert_eq!(err.message, KUBECONFIG_TOKEN_INVALID);
+        assert_eq!(err.to_string(), KUBECONFIG_TOKEN_INVALID);
         assert_eq!(
-            error_catalog::explain(&err.message).map(|e| e.code),
+            error_catalog::explain(&err.to_string()).map(|e| e.code),
             Some("K8S_KUBECONFIG_TOKEN_INVALID")
         );
         let err = build_client(&CredentialSource::Kubeconfig(kubeconfig(
@@ -323,7 +319,7 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(
-            err.message,
+            err.to_string(),
             "Kubernetes kubeconfig could not be read as YAML (line 17, column 5): a key appears twice in the same mapping; fix it and save the environment again."
         );
         let err = build_client(&CredentialSource::Kubeconfig(
@@ -332,17 +328,17 @@ mod tests {
         .await
         .unwrap_err();
         assert!(
-            err.message
+            err.to_string()
                 .starts_with("Kubernetes kubeconfig could not be read as YAML (")
-                && err.message.ends_with(
+                && err.to_string().ends_with(
                     "): it is not a well-formed kubeconfig; fix it and save the environment again."
                 ),
             "{}",
-            err.message
+            err.to_string()
         );
-        assert!(!err.message.contains("CANARY"));
+        assert!(!err.to_string().contains("CANARY"));
         assert_eq!(
-            error_catalog::explain(&err.message).map(|e| e.code),
+            error_catalog::explain(&err.to_string()).map(|e| e.code),
             Some("K8S_KUBECONFIG_YAML_INVALID")
         );
         assert_eq!(

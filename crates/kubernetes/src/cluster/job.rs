@@ -3,10 +3,10 @@
 use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
-use super::error::{ClusterError, JOB_CREATED_WITHOUT_UID};
 use super::response::{created_uid, pick_pod_name};
 use super::status::{SandboxStatus, WorkloadPhase};
 use crate::cluster::ClusterApi;
+use crate::error::{Error, JOB_CREATED_WITHOUT_UID};
 use js_compat::value::{array_items, prop_nullish, prop_str};
 use js_compat::{string, value};
 
@@ -15,11 +15,11 @@ pub async fn create_job<C: ClusterApi + ?Sized>(
     cluster: &C,
     namespace: &str,
     manifest: Value,
-) -> Result<String, ClusterError> {
+) -> Result<String, Error> {
     let created = cluster
         .create_namespaced_job(json!({"namespace": namespace, "body": manifest}))
         .await?;
-    created_uid(&created).ok_or_else(|| ClusterError::Failed(JOB_CREATED_WITHOUT_UID.into()))
+    created_uid(&created).ok_or_else(|| Error::Failed(JOB_CREATED_WITHOUT_UID.into()))
 }
 
 /// `getJobStatus`: reads `jobs/status` and maps it.
@@ -27,7 +27,7 @@ pub async fn get_job_status<C: ClusterApi + ?Sized>(
     cluster: &C,
     namespace: &str,
     name: &str,
-) -> Result<SandboxStatus, ClusterError> {
+) -> Result<SandboxStatus, Error> {
     let job = cluster
         .read_namespaced_job_status(json!({"namespace": namespace, "name": name}))
         .await?;
@@ -105,7 +105,7 @@ pub async fn find_pod_for_job<C: ClusterApi + ?Sized>(
     cluster: &C,
     namespace: &str,
     job_name: &str,
-) -> Result<Option<String>, ClusterError> {
+) -> Result<Option<String>, Error> {
     let list = cluster
         .list_namespaced_pod(json!({
             "namespace": namespace,
@@ -123,7 +123,7 @@ pub async fn delete_job<C: ClusterApi + ?Sized>(
     cluster: &C,
     namespace: &str,
     name: &str,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     cluster
         .delete_namespaced_job(json!({
             "namespace": namespace,
@@ -135,14 +135,14 @@ pub async fn delete_job<C: ClusterApi + ?Sized>(
 }
 
 /// `waitForJobCompletion`: polls the status until the Job has Succeeded or Failed, else
-/// [`ClusterError::JobTimeout`].
+/// [`Error::JobTimeout`].
 pub async fn wait_for_job_completion<C: ClusterApi + ?Sized>(
     cluster: &C,
     clock: &dyn Clock,
     namespace: &str,
     name: &str,
     options: PollOptions,
-) -> Result<SandboxStatus, ClusterError> {
+) -> Result<SandboxStatus, Error> {
     let deadline = clock.now_ms().saturating_add(options.timeout_ms);
     while clock.now_ms() < deadline {
         let status = get_job_status(cluster, namespace, name).await?;
@@ -151,7 +151,7 @@ pub async fn wait_for_job_completion<C: ClusterApi + ?Sized>(
         }
         clock.sleep(options.poll_ms).await;
     }
-    Err(ClusterError::JobTimeout {
+    Err(Error::JobTimeout {
         namespace: namespace.into(),
         name: name.into(),
         timeout_ms: options.timeout_ms,

@@ -8,13 +8,13 @@
 use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
-use super::error::{ClusterError, DESTROY_LEASE_FAILED};
 use super::job::{delete_job, find_pod_for_job, get_job_status};
 use super::sandbox_api_version::SandboxApiVersion;
 use super::sandbox_cr::{delete_sandbox_cr, find_pod_for_sandbox, wait_for_sandbox_ready};
 use super::status::WorkloadPhase;
 use crate::cluster::ClusterApi;
 use crate::config::Backend;
+use crate::error::{DESTROY_LEASE_FAILED, Error};
 use js_compat::value;
 use js_compat::value::prop_nullish;
 
@@ -105,7 +105,7 @@ pub async fn check_lease_resumable<C: ClusterApi + ?Sized>(
     cluster: &C,
     clock: &dyn Clock,
     check: &ResumeCheck,
-) -> Result<ResumeCheckResult, ClusterError> {
+) -> Result<ResumeCheckResult, Error> {
     match check.backend {
         Backend::SandboxCr => check_sandbox_resumable(cluster, clock, check).await,
         Backend::Job => check_job_resumable(cluster, check).await,
@@ -116,7 +116,7 @@ async fn check_sandbox_resumable<C: ClusterApi + ?Sized>(
     cluster: &C,
     clock: &dyn Clock,
     check: &ResumeCheck,
-) -> Result<ResumeCheckResult, ClusterError> {
+) -> Result<ResumeCheckResult, Error> {
     let (version, namespace, name) = (check.sandbox_api_version, &check.namespace, &check.name);
     // Any failure of the bounded wait (gone, failed, terminating, timed out) means the pod will
     // not come back; it is a reason, not an error.
@@ -169,7 +169,7 @@ async fn check_sandbox_resumable<C: ClusterApi + ?Sized>(
 async fn check_job_resumable<C: ClusterApi + ?Sized>(
     cluster: &C,
     check: &ResumeCheck,
-) -> Result<ResumeCheckResult, ClusterError> {
+) -> Result<ResumeCheckResult, Error> {
     let status = match get_job_status(cluster, &check.namespace, &check.name).await {
         Ok(status) => status,
         Err(err) if err.is_not_found() => return Ok(ResumeCheckResult::not_resumable(JOB_GONE)),
@@ -212,7 +212,7 @@ pub struct DestroyLease {
 pub async fn destroy_lease_resources<C: ClusterApi + ?Sized>(
     cluster: &C,
     lease: &DestroyLease,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     destroy_lease_resources_trying_versions(cluster, lease, &[lease.sandbox_api_version]).await
 }
 
@@ -224,7 +224,7 @@ pub async fn destroy_lease_resources_trying_versions<C: ClusterApi + ?Sized>(
     cluster: &C,
     lease: &DestroyLease,
     versions: &[SandboxApiVersion],
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     let namespace = lease.namespace.as_str();
     let mut failures = Vec::new();
     let workload = match lease.backend {
@@ -247,7 +247,7 @@ pub async fn destroy_lease_resources_trying_versions<C: ClusterApi + ?Sized>(
     match failures.len() {
         0 => Ok(()),
         1 => Err(failures.remove(0)),
-        _ => Err(ClusterError::Aggregate {
+        _ => Err(Error::Aggregate {
             message: DESTROY_LEASE_FAILED,
             errors: failures,
         }),
@@ -263,7 +263,7 @@ pub async fn delete_sandbox_cr_trying_versions<C: ClusterApi + ?Sized>(
     versions: &[SandboxApiVersion],
     namespace: &str,
     name: &str,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     let mut first_failure = None;
     let mut not_found = None;
     for version in versions {
@@ -282,7 +282,7 @@ pub async fn delete_sandbox_cr_trying_versions<C: ClusterApi + ?Sized>(
 }
 
 /// Keeps a delete's failure unless it is a 404 (already gone).
-fn record_failure(failures: &mut Vec<ClusterError>, result: Result<(), ClusterError>) {
+fn record_failure(failures: &mut Vec<Error>, result: Result<(), Error>) {
     if let Err(err) = result
         && !err.is_not_found()
     {
@@ -293,8 +293,9 @@ fn record_failure(failures: &mut Vec<ClusterError>, result: Result<(), ClusterEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::ApiMethod;
     use crate::cluster::testing::{ManualClock, ScriptedCluster, ScriptedReply};
-    use crate::cluster::{ApiError, ApiMethod};
+    use crate::error::Error;
 
     const NS: &str = "paperclip-acme";
     const NAME: &str = "pc-01";
@@ -304,7 +305,7 @@ mod tests {
     }
 
     fn throws(code: u16, message: &str) -> Vec<ScriptedReply> {
-        vec![ScriptedReply::Throws(ApiError::new(code, message))]
+        vec![ScriptedReply::Throws(Error::new(code, message))]
     }
 
     fn check(backend: Backend) -> ResumeCheck {
@@ -352,7 +353,7 @@ mod tests {
     async fn sandbox_gone_between_the_wait_and_the_pod_lookup() {
         let replies = vec![
             ScriptedReply::Returns(json!({"status": {"phase": "Ready"}})),
-            ScriptedReply::Throws(ApiError::new(404, "nf")),
+            ScriptedReply::Throws(Error::new(404, "nf")),
         ];
         let cluster = ScriptedCluster::new().script(ApiMethod::GetNamespacedCustomObject, replies);
         assert_eq!(
@@ -507,7 +508,7 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_version_is_deleted_under_each_version_in_turn() {
         let replies = vec![
-            ScriptedReply::Throws(ApiError::new(404, "no v1beta1")),
+            ScriptedReply::Throws(Error::new(404, "no v1beta1")),
             ScriptedReply::Returns(json!({})),
         ];
         let cluster =
@@ -533,8 +534,8 @@ mod tests {
                 .unwrap_err();
         assert!(err.is_not_found());
         let replies = vec![
-            ScriptedReply::Throws(ApiError::new(500, "first")),
-            ScriptedReply::Throws(ApiError::new(404, "gone")),
+            ScriptedReply::Throws(Error::new(500, "first")),
+            ScriptedReply::Throws(Error::new(404, "gone")),
         ];
         let cluster =
             ScriptedCluster::new().script(ApiMethod::DeleteNamespacedCustomObject, replies);

@@ -1,8 +1,8 @@
 //! Everything that talks to the Kubernetes API, and nothing else does.
 //!
 //! - The boundary: [`ClusterApi`] (`api`), the calls the original makes, with request and
-//!   response bodies as JSON; its errors (`error`: [`ApiError`] keeps the HTTP status,
-//!   [`ClusterError`] is how a step fails); and a [`Connection`] (`connector`): the API and pod
+//!   response bodies as JSON; its errors are the crate's [`Error`](crate::Error) (an API failure keeps its
+//!   HTTP status); and a [`Connection`] (`connector`): the API and pod
 //!   exec of one cluster, as one hook call uses them.
 //! - The real cluster: [`KubeCluster`] (`client`), every API call as a kube-rs request;
 //!   `credentials`, the client built from the provider config's credentials and cached per
@@ -25,7 +25,6 @@ mod client;
 mod clock;
 mod connector;
 mod credentials;
-mod error;
 pub mod job;
 pub mod lease_lifecycle;
 pub mod pod_log;
@@ -40,6 +39,13 @@ pub mod tenant;
 pub mod testing;
 mod workload;
 
+pub use crate::error::{
+    ApiResult, CONFLICT, DESTROY_LEASE_FAILED, JOB_CREATED_WITHOUT_UID, NOT_FOUND,
+    SANDBOX_CREATED_WITHOUT_UID, SCOPED_POLICY_AND_RELEASE_FAILED,
+};
+/// The crate's [`Error`](crate::Error) under the names the boundary's callers and tests know
+/// it by: what an API call fails with and what an orchestration step fails with are one type.
+pub use crate::error::{Error as ApiError, Error as ClusterError};
 pub use api::{ApiGroup, ApiMethod, ClusterApi};
 pub use client::{KubeCluster, api_error_from_kube};
 pub use clock::{Clock, PollOptions, SystemClock};
@@ -47,10 +53,6 @@ pub use connector::{ClusterConnector, Connection, KubeConnector, PodExec, STREAM
 pub use credentials::{
     CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS, ClientCache, CredentialSource, KubeClientHandle,
     Redactor,
-};
-pub use error::{
-    ApiError, ApiResult, CONFLICT, ClusterError, DESTROY_LEASE_FAILED, JOB_CREATED_WITHOUT_UID,
-    NOT_FOUND, SANDBOX_CREATED_WITHOUT_UID, SCOPED_POLICY_AND_RELEASE_FAILED,
 };
 pub use job::{find_pod_for_job, get_job_status, wait_for_job_completion};
 pub use lease_lifecycle::{

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::error::ClusterError;
 use crate::cluster::ClusterApi;
+use crate::error::Error;
 
 /// Reads the pod's whole log at once. The original hands it to its callback as one `stdout`
 /// chunk, and only when it is non-empty; this returns that chunk.
@@ -11,7 +11,7 @@ pub async fn read_whole_pod_log<C: ClusterApi + ?Sized>(
     cluster: &C,
     namespace: &str,
     pod_name: &str,
-) -> Result<Option<String>, ClusterError> {
+) -> Result<Option<String>, Error> {
     let log = cluster
         .read_namespaced_pod_log(json!({"namespace": namespace, "name": pod_name}))
         .await?;

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::error::ClusterError;
 pub use crate::builders::sandbox_cr::{SANDBOX_GROUP, SANDBOX_PLURAL, SandboxApiVersion};
 use crate::cluster::ClusterApi;
+use crate::error::Error;
 use js_compat::value::{array_items, prop_nullish};
 
 /// `isSandboxApiVersion`: the version recorded in a lease's metadata, if it is one this
@@ -51,12 +51,12 @@ pub fn no_known_version_message(served: &[String]) -> String {
 /// One uncached discovery: `GET /apis`, then the preferred served version of the group.
 pub async fn discover_sandbox_api_version<C: ClusterApi + ?Sized>(
     cluster: &C,
-) -> Result<SandboxApiVersion, ClusterError> {
+) -> Result<SandboxApiVersion, Error> {
     let list = cluster.get_api_versions().await?;
     let group = array_items(prop_nullish(Some(&list), "groups"))
         .iter()
         .find(|g| prop_nullish(Some(g), "name").and_then(Value::as_str) == Some(SANDBOX_GROUP))
-        .ok_or_else(|| ClusterError::Failed(group_not_served_message()))?;
+        .ok_or_else(|| Error::Failed(group_not_served_message()))?;
     // A Set in the original: distinct versions, first-seen order. A version entry without a
     // string `version` contributes `undefined`, which joins as an empty string.
     let mut served: Vec<Option<String>> = Vec::new();
@@ -71,7 +71,7 @@ pub async fn discover_sandbox_api_version<C: ClusterApi + ?Sized>(
         .find(|v| served.iter().any(|s| s.as_deref() == Some(v.version())))
         .ok_or_else(|| {
             let listed: Vec<String> = served.into_iter().map(Option::unwrap_or_default).collect();
-            ClusterError::Failed(no_known_version_message(&listed))
+            Error::Failed(no_known_version_message(&listed))
         })
 }
 
@@ -95,7 +95,7 @@ struct ServerSlot {
 #[derive(Debug, Default)]
 struct SlotState {
     resolved: Option<SandboxApiVersion>,
-    last_failure: Option<(u64, ClusterError)>,
+    last_failure: Option<(u64, Error)>,
 }
 
 impl SandboxApiVersionCache {
@@ -108,7 +108,7 @@ impl SandboxApiVersionCache {
         &self,
         cluster: &C,
         server_url: &str,
-    ) -> Result<SandboxApiVersion, ClusterError> {
+    ) -> Result<SandboxApiVersion, Error> {
         let slot = {
             let mut servers = self.servers.lock().expect("api version cache lock");
             servers.entry(server_url.to_string()).or_default().clone()
@@ -142,8 +142,9 @@ impl SandboxApiVersionCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::ApiMethod;
     use crate::cluster::testing::{ScriptedCluster, ScriptedReply};
-    use crate::cluster::{ApiError, ApiMethod};
+    use crate::error::Error;
     use serde_json::json;
 
     fn groups(versions: &[&str]) -> Value {
@@ -204,7 +205,7 @@ mod tests {
         let cluster = ScriptedCluster::new().script(
             ApiMethod::GetApiVersions,
             vec![
-                ScriptedReply::Throws(ApiError::new(503, "unavailable")),
+                ScriptedReply::Throws(Error::new(503, "unavailable")),
                 ScriptedReply::Returns(groups(&["v1alpha1"])),
             ],
         );

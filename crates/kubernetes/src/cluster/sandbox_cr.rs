@@ -8,11 +8,11 @@
 use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
-use super::error::{ClusterError, SANDBOX_CREATED_WITHOUT_UID};
 use super::response::{created_uid, pick_pod_name};
 use super::sandbox_api_version::{SANDBOX_GROUP, SANDBOX_PLURAL, SandboxApiVersion};
 use super::status::{SandboxStatus, WorkloadPhase};
 use crate::cluster::ClusterApi;
+use crate::error::{Error, SANDBOX_CREATED_WITHOUT_UID};
 use js_compat::value::{array_items, prop_nullish, prop_str};
 use js_compat::{string, value};
 
@@ -41,7 +41,7 @@ async fn get_sandbox<C: ClusterApi + ?Sized>(
     version: SandboxApiVersion,
     namespace: &str,
     name: &str,
-) -> Result<Value, ClusterError> {
+) -> Result<Value, Error> {
     let request = named_sandbox_request(version, namespace, name);
     Ok(cluster.get_namespaced_custom_object(request).await?)
 }
@@ -52,13 +52,13 @@ pub async fn create_sandbox_cr<C: ClusterApi + ?Sized>(
     version: SandboxApiVersion,
     namespace: &str,
     manifest: Value,
-) -> Result<String, ClusterError> {
+) -> Result<String, Error> {
     let mut request = sandbox_request(version, namespace);
     request.insert("body".into(), manifest);
     let created = cluster
         .create_namespaced_custom_object(Value::Object(request))
         .await?;
-    created_uid(&created).ok_or_else(|| ClusterError::Failed(SANDBOX_CREATED_WITHOUT_UID.into()))
+    created_uid(&created).ok_or_else(|| Error::Failed(SANDBOX_CREATED_WITHOUT_UID.into()))
 }
 
 /// `mapSandboxPhase`: a Sandbox CR's `status.phase` in Job terms.
@@ -93,7 +93,7 @@ pub async fn get_sandbox_cr_status<C: ClusterApi + ?Sized>(
     version: SandboxApiVersion,
     namespace: &str,
     name: &str,
-) -> Result<SandboxStatus, ClusterError> {
+) -> Result<SandboxStatus, Error> {
     let cr = get_sandbox(cluster, version, namespace, name).await?;
     Ok(map_sandbox_phase(&cr))
 }
@@ -111,7 +111,7 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
     version: SandboxApiVersion,
     namespace: &str,
     name: &str,
-) -> Result<Option<String>, ClusterError> {
+) -> Result<Option<String>, Error> {
     let cr = get_sandbox(cluster, version, namespace, name).await?;
     if let Some(pod_name) = prop_str(prop_nullish(Some(&cr), "status"), "podName")
         && !string::trim(pod_name).is_empty()
@@ -155,7 +155,7 @@ pub async fn delete_sandbox_cr<C: ClusterApi + ?Sized>(
     version: SandboxApiVersion,
     namespace: &str,
     name: &str,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     let mut request = sandbox_request(version, namespace);
     request.insert("name".into(), json!(name));
     request.insert("propagationPolicy".into(), json!("Foreground"));
@@ -175,7 +175,7 @@ fn sandbox_ref(namespace: &str, name: &str) -> String {
 /// Ready (a `Ready` condition with status `True`, or `phase: Ready`) returns the *phase* mapping
 /// of that CR, so a condition-only Ready reports `Pending`, as in the original. Failed and
 /// Terminating fail at once; API errors (404 included) propagate without retry; running out of
-/// time is [`ClusterError::SandboxReadyTimeout`]. It polls; it never watches.
+/// time is [`Error::SandboxReadyTimeout`]. It polls; it never watches.
 pub async fn wait_for_sandbox_ready<C: ClusterApi + ?Sized>(
     cluster: &C,
     clock: &dyn Clock,
@@ -183,20 +183,20 @@ pub async fn wait_for_sandbox_ready<C: ClusterApi + ?Sized>(
     namespace: &str,
     name: &str,
     options: PollOptions,
-) -> Result<SandboxStatus, ClusterError> {
+) -> Result<SandboxStatus, Error> {
     let deadline = clock.now_ms().saturating_add(options.timeout_ms);
     while clock.now_ms() < deadline {
         let cr = get_sandbox(cluster, version, namespace, name).await?;
         match readiness(&cr) {
             Readiness::Ready => return Ok(map_sandbox_phase(&cr)),
             Readiness::Failed { reason, message } => {
-                return Err(ClusterError::Failed(format!(
+                return Err(Error::Failed(format!(
                     "{} failed: {reason} \u{2014} {message}",
                     sandbox_ref(namespace, name)
                 )));
             }
             Readiness::Terminating => {
-                return Err(ClusterError::Failed(format!(
+                return Err(Error::Failed(format!(
                     "{} is Terminating \u{2014} cannot wait for Ready",
                     sandbox_ref(namespace, name)
                 )));
@@ -204,7 +204,7 @@ pub async fn wait_for_sandbox_ready<C: ClusterApi + ?Sized>(
             Readiness::NotYet => clock.sleep(options.poll_ms).await,
         }
     }
-    Err(ClusterError::SandboxReadyTimeout {
+    Err(Error::SandboxReadyTimeout {
         namespace: namespace.into(),
         name: name.into(),
         timeout_ms: options.timeout_ms,
@@ -272,8 +272,9 @@ fn readiness(cr: &Value) -> Readiness {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::ApiMethod;
     use crate::cluster::testing::{ManualClock, ScriptedCluster, ScriptedReply};
-    use crate::cluster::{ApiError, ApiMethod};
+    use crate::error::Error;
 
     const NS: &str = "paperclip-acme";
     const NAME: &str = "pc-01";
@@ -287,7 +288,7 @@ mod tests {
         cluster: &ScriptedCluster,
         clock: &ManualClock,
         options: PollOptions,
-    ) -> Result<SandboxStatus, ClusterError> {
+    ) -> Result<SandboxStatus, Error> {
         let version = SandboxApiVersion::V1alpha1;
         wait_for_sandbox_ready(cluster, clock, version, NS, NAME, options).await
     }
@@ -343,7 +344,7 @@ mod tests {
         let err = wait(&cluster, &ManualClock::new(), options)
             .await
             .unwrap_err();
-        assert!(matches!(err, ClusterError::SandboxReadyTimeout { .. }));
+        assert!(matches!(err, Error::SandboxReadyTimeout { .. }));
     }
 
     #[tokio::test]
@@ -394,7 +395,7 @@ mod tests {
     async fn api_errors_propagate_without_retry() {
         let cluster = ScriptedCluster::new().script(
             ApiMethod::GetNamespacedCustomObject,
-            vec![ScriptedReply::Throws(ApiError::new(404, "not found"))],
+            vec![ScriptedReply::Throws(Error::new(404, "not found"))],
         );
         let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
             .await
@@ -434,7 +435,7 @@ mod tests {
     async fn exact_name_lookup_errors_other_than_404_propagate() {
         let cluster = ScriptedCluster::new().script(
             ApiMethod::ReadNamespacedPod,
-            vec![ScriptedReply::Throws(ApiError::new(403, "forbidden"))],
+            vec![ScriptedReply::Throws(Error::new(403, "forbidden"))],
         );
         let err = find_pod_for_sandbox(&cluster, SandboxApiVersion::V1alpha1, NS, NAME)
             .await

@@ -5,13 +5,13 @@ use std::future::Future;
 
 use serde_json::json;
 
-use super::error::{ClusterError, SCOPED_POLICY_AND_RELEASE_FAILED};
 use crate::builders::cilium::{CILIUM_GROUP, CILIUM_PLURAL, CILIUM_VERSION};
 use crate::builders::scoped_egress::{
     ScopedEgressPolicy, ScopedEgressPolicyInput, ScopedPolicyKind,
     build_scoped_network_egress_policy,
 };
 use crate::cluster::ClusterApi;
+use crate::error::{Error, SCOPED_POLICY_AND_RELEASE_FAILED};
 
 /// `createScopedNetworkEgressPolicy`: creates the policy and returns its name, or returns
 /// `None` without any API call when there is nothing to allow (no base rules, empty grant).
@@ -20,7 +20,7 @@ use crate::cluster::ClusterApi;
 pub async fn create_scoped_network_egress_policy<C: ClusterApi + ?Sized>(
     cluster: &C,
     input: &ScopedEgressPolicyInput,
-) -> Result<Option<String>, ClusterError> {
+) -> Result<Option<String>, Error> {
     let Some(ScopedEgressPolicy {
         name,
         kind,
@@ -60,11 +60,11 @@ pub async fn create_scoped_network_egress_policy_or_release_workload<C, Release,
     cluster: &C,
     input: &ScopedEgressPolicyInput,
     release_workload: Release,
-) -> Result<Option<String>, ClusterError>
+) -> Result<Option<String>, Error>
 where
     C: ClusterApi + ?Sized,
     Release: FnOnce() -> Released,
-    Released: Future<Output = Result<(), ClusterError>>,
+    Released: Future<Output = Result<(), Error>>,
 {
     let policy_error = match create_scoped_network_egress_policy(cluster, input).await {
         Ok(name) => return Ok(name),
@@ -72,7 +72,7 @@ where
     };
     match release_workload().await {
         Ok(()) => Err(policy_error),
-        Err(release_error) => Err(ClusterError::Aggregate {
+        Err(release_error) => Err(Error::Aggregate {
             message: SCOPED_POLICY_AND_RELEASE_FAILED,
             errors: vec![policy_error, release_error],
         }),
@@ -83,9 +83,10 @@ where
 mod tests {
     use super::*;
     use crate::builders::scoped_egress::ScopedNetworkEgressGrant;
+    use crate::cluster::ApiMethod;
     use crate::cluster::testing::{ScriptedCluster, ScriptedReply};
-    use crate::cluster::{ApiError, ApiMethod};
     use crate::config::EgressMode;
+    use crate::error::Error;
     use std::cell::Cell;
 
     fn task_policy(allow_fqdns: &[&str]) -> ScopedEgressPolicyInput {
@@ -105,7 +106,7 @@ mod tests {
     }
 
     fn failing_create(code: u16) -> ScriptedCluster {
-        let reply = ScriptedReply::Throws(ApiError::new(code, "policy failed"));
+        let reply = ScriptedReply::Throws(Error::new(code, "policy failed"));
         ScriptedCluster::new().script(ApiMethod::CreateNamespacedNetworkPolicy, vec![reply])
     }
 
@@ -159,7 +160,7 @@ mod tests {
         let err = create_scoped_network_egress_policy_or_release_workload(
             &failing_create(500),
             &task_policy(&["github.com"]),
-            || async { Err(ClusterError::Failed("release failed".into())) },
+            || async { Err(Error::Failed("release failed".into())) },
         )
         .await
         .unwrap_err();
@@ -168,7 +169,7 @@ mod tests {
             "Failed to create scoped network egress policy and release its workload"
         );
         assert_eq!(err.js_name(), "AggregateError");
-        let ClusterError::Aggregate { errors, .. } = err else {
+        let Error::Aggregate { errors, .. } = err else {
             panic!("not an aggregate");
         };
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();

@@ -4,9 +4,9 @@
 use js_compat::json;
 use serde_json::{Map, Value, json};
 
-use super::error::ClusterError;
 use crate::cluster::ClusterApi;
 use crate::config::adapters::StringMap;
+use crate::error::Error;
 
 /// `CreatePerRunSecretInput`.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +71,7 @@ impl PerRunSecret {
 pub async fn create_per_run_secret<C: ClusterApi + ?Sized>(
     cluster: &C,
     secret: &PerRunSecret,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     cluster
         .create_namespaced_secret(json!({
             "namespace": secret.namespace,

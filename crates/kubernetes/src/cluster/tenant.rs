@@ -9,7 +9,6 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::error::ClusterError;
 use crate::builders::cilium::{
     CILIUM_GROUP, CILIUM_PLURAL, CILIUM_VERSION, CiliumNetworkPolicyInput,
     build_cilium_network_policy_manifest,
@@ -21,6 +20,7 @@ use crate::builders::string_map::{self, string_map_object};
 use crate::cluster::{ApiMethod, ClusterApi};
 use crate::config::EgressMode;
 use crate::config::adapters::StringMap;
+use crate::error::Error;
 
 pub const TENANT_ROLE_NAME: &str = "paperclip-tenant-role";
 pub const TENANT_ROLE_BINDING_NAME: &str = "paperclip-tenant-rb";
@@ -91,7 +91,7 @@ fn deserialize_egress_mode<'de, D: serde::Deserializer<'de>>(
 pub async fn ensure_tenant<C: ClusterApi + ?Sized>(
     cluster: &C,
     tenant: &TenantInput,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     let ns = tenant.namespace.as_str();
     let named = |name: &str| json!({"name": name, "namespace": ns});
     let create_in_namespace = |body: Value| json!({"namespace": ns, "body": body});
@@ -153,7 +153,7 @@ pub async fn ensure_tenant<C: ClusterApi + ?Sized>(
 async fn ensure_network_policies<C: ClusterApi + ?Sized>(
     cluster: &C,
     tenant: &TenantInput,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     let ns = tenant.namespace.as_str();
     let standard = build_network_policy_manifests(&NetworkPolicyInput {
         namespace: tenant.namespace.clone(),
@@ -201,7 +201,7 @@ async fn ensure_network_policy<C: ClusterApi + ?Sized>(
     cluster: &C,
     namespace: &str,
     manifest: Value,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     let name = manifest_name(&manifest);
     ensure(
         cluster,
@@ -228,7 +228,7 @@ async fn ensure<C: ClusterApi + ?Sized>(
     read_request: Value,
     create: ApiMethod,
     create_request: Value,
-) -> Result<(), ClusterError> {
+) -> Result<(), Error> {
     match cluster.call(read, read_request).await {
         Ok(_) => return Ok(()),
         Err(err) if err.is_not_found() => {}
@@ -338,8 +338,8 @@ fn limit_range_manifest(namespace: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::ApiError;
     use crate::cluster::testing::{ScriptedCluster, ScriptedReply};
+    use crate::error::Error;
 
     fn tenant(mode: EgressMode) -> TenantInput {
         TenantInput {
@@ -356,7 +356,7 @@ mod tests {
     }
 
     fn throws(code: u16, message: &str) -> Vec<ScriptedReply> {
-        vec![ScriptedReply::Throws(ApiError::new(code, message))]
+        vec![ScriptedReply::Throws(Error::new(code, message))]
     }
 
     fn methods(cluster: &ScriptedCluster) -> Vec<&'static str> {

@@ -12,14 +12,14 @@ use sandbox_core::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use super::api::{ApiMethod, ClusterApi};
-use super::error::{ApiError, ApiResult};
 use crate::cluster::Clock;
+use crate::error::{ApiResult, Error};
 
 /// One scripted answer: resolve with a body, or reject with an API error.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScriptedReply {
     Returns(Value),
-    Throws(ApiError),
+    Throws(Error),
 }
 
 impl ScriptedReply {
@@ -32,7 +32,7 @@ impl ScriptedReply {
             let code = thrown.get("code").and_then(Value::as_u64).unwrap_or(0);
             let message = thrown.get("message").and_then(Value::as_str).unwrap_or("");
             let code = u16::try_from(code).map_err(|_| format!("bad HTTP code {code}"))?;
-            return Ok(ScriptedReply::Throws(ApiError::new(code, message)));
+            return Ok(ScriptedReply::Throws(Error::new(code, message)));
         }
         Err(format!(
             "a scripted reply needs `returns` or `throws`: {reply}"
@@ -206,7 +206,7 @@ mod tests {
         ]});
         let cluster = ScriptedCluster::from_script(&script).unwrap();
         let first = block_on(cluster.read_namespaced_pod(json!({})));
-        assert_eq!(first, Err(ApiError::new(404, "gone")));
+        assert_eq!(first, Err(Error::new(404, "gone")));
         for _ in 0..2 {
             let next = block_on(cluster.read_namespaced_pod(json!({}))).unwrap();
             assert_eq!(next, json!({"metadata": {"name": "p"}}));

@@ -4,12 +4,12 @@
 use serde_json::Value;
 
 use super::clock::{Clock, PollOptions};
-use super::error::ClusterError;
 use super::sandbox_api_version::SandboxApiVersion;
 use super::status::SandboxStatus;
 use super::{job, pod_log, sandbox_cr};
 use crate::cluster::ClusterApi;
 use crate::config::Backend;
+use crate::error::Error;
 
 /// The backend a lease's workload runs on; a Sandbox CR backend is bound to one API version, so
 /// every Sandbox request it makes carries it.
@@ -34,7 +34,7 @@ impl WorkloadOrchestrator {
         cluster: &C,
         namespace: &str,
         manifest: Value,
-    ) -> Result<String, ClusterError> {
+    ) -> Result<String, Error> {
         match self {
             Self::SandboxCr(v) => {
                 sandbox_cr::create_sandbox_cr(cluster, v, namespace, manifest).await
@@ -49,7 +49,7 @@ impl WorkloadOrchestrator {
         cluster: &C,
         namespace: &str,
         name: &str,
-    ) -> Result<SandboxStatus, ClusterError> {
+    ) -> Result<SandboxStatus, Error> {
         match self {
             Self::SandboxCr(v) => {
                 sandbox_cr::get_sandbox_cr_status(cluster, v, namespace, name).await
@@ -64,7 +64,7 @@ impl WorkloadOrchestrator {
         cluster: &C,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<String>, ClusterError> {
+    ) -> Result<Option<String>, Error> {
         match self {
             Self::SandboxCr(v) => {
                 sandbox_cr::find_pod_for_sandbox(cluster, v, namespace, name).await
@@ -79,7 +79,7 @@ impl WorkloadOrchestrator {
         cluster: &C,
         namespace: &str,
         pod_name: &str,
-    ) -> Result<Option<String>, ClusterError> {
+    ) -> Result<Option<String>, Error> {
         pod_log::read_whole_pod_log(cluster, namespace, pod_name).await
     }
 
@@ -90,7 +90,7 @@ impl WorkloadOrchestrator {
         cluster: &C,
         namespace: &str,
         name: &str,
-    ) -> Result<(), ClusterError> {
+    ) -> Result<(), Error> {
         match self {
             Self::SandboxCr(v) => sandbox_cr::delete_sandbox_cr(cluster, v, namespace, name).await,
             Self::Job => job::delete_job(cluster, namespace, name).await,
@@ -105,7 +105,7 @@ impl WorkloadOrchestrator {
         namespace: &str,
         name: &str,
         options: PollOptions,
-    ) -> Result<SandboxStatus, ClusterError> {
+    ) -> Result<SandboxStatus, Error> {
         match self {
             Self::SandboxCr(v) => {
                 sandbox_cr::wait_for_sandbox_ready(cluster, clock, v, namespace, name, options)

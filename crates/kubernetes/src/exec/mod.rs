@@ -8,8 +8,10 @@ pub mod transport;
 pub mod tty;
 pub mod upload_interceptor;
 
+/// The crate's [`Error`](crate::Error) under the name the exec's callers and tests know it by.
+pub use crate::error::Error as ExecError;
 pub use transport::{
-    AGENT_CONTAINER, ExecError, ExecOutput, ExecRequest, OUTPUT_TAP_CAPACITY, OutputTap,
-    OutputTapReceiver, READ_CHUNK_BYTES, RESULT_TAIL_BYTES, StreamingIo, StreamingOutput,
-    decode_output, exec_in_pod, exec_in_pod_streaming, output_tap,
+    AGENT_CONTAINER, ExecOutput, ExecRequest, OUTPUT_TAP_CAPACITY, OutputTap, OutputTapReceiver,
+    READ_CHUNK_BYTES, RESULT_TAIL_BYTES, StreamingIo, StreamingOutput, decode_output, exec_in_pod,
+    exec_in_pod_streaming, output_tap,
 };

@@ -20,29 +20,11 @@ use tokio::sync::mpsc;
 use super::command::sh_quote;
 use super::group;
 use super::tail::OutputTail;
-use crate::cluster::ApiError;
 use crate::cluster::{Redactor, api_error_from_kube};
+use crate::error::Error;
 
 /// The container every exec targets.
 pub const AGENT_CONTAINER: &str = "agent";
-
-/// How an exec failed. Every variant is a rejection of `execInPod` in the original; the execute
-/// hook turns all of them into a timed-out result.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ExecError {
-    /// The watchdog fired (A32/A35).
-    #[error("{0}")]
-    Timeout(String),
-    /// An output cap was exceeded (A33/A34/A36).
-    #[error("{0}")]
-    Cap(String),
-    /// The websocket handshake was rejected (403, 404 pod not found, ...).
-    #[error("{0}")]
-    Setup(ApiError),
-    /// The connection failed or closed before a status frame, or a local stream failed.
-    #[error("{0}")]
-    Transport(String),
-}
 
 /// One buffered exec (`execInPod`).
 #[derive(Debug, Clone, PartialEq)]
@@ -240,7 +222,7 @@ pub fn streaming_stderr_cap_message(cap: u64, pod: &str, container: &str) -> Str
 /// the watchdog's message (A32/A35): this waits for the watchdog too (kube-rs would tell at once),
 /// so the host sees the same message at the same time. Without a watchdog (`timeout_ms` 0) there
 /// is nothing to wait for: the timeout message comes at once.
-async fn until_watchdog(timeout_ms: u64, timed_out: impl FnOnce() -> ExecError) -> ExecError {
+async fn until_watchdog(timeout_ms: u64, timed_out: impl FnOnce() -> Error) -> Error {
     if timeout_ms > 0 {
         // `with_watchdog` around the exec ends this wait with its own error.
         std::future::pending::<()>().await;
@@ -290,9 +272,9 @@ async fn collect_stream<R: AsyncRead + Unpin>(
     reader: Option<R>,
     stream: OutputStream,
     cap: Option<u64>,
-    cap_error: impl Fn(u64) -> ExecError,
+    cap_error: impl Fn(u64) -> Error,
     tap: Option<&OutputTap>,
-) -> Result<Vec<u8>, ExecError> {
+) -> Result<Vec<u8>, Error> {
     collect_tail(reader, stream, cap, cap_error, tap, None)
         .await
         .map(|(bytes, _)| bytes)
@@ -306,10 +288,10 @@ async fn collect_tail<R: AsyncRead + Unpin>(
     reader: Option<R>,
     stream: OutputStream,
     cap: Option<u64>,
-    cap_error: impl Fn(u64) -> ExecError,
+    cap_error: impl Fn(u64) -> Error,
     tap: Option<&OutputTap>,
     keep_tail: Option<usize>,
-) -> Result<(Vec<u8>, bool), ExecError> {
+) -> Result<(Vec<u8>, bool), Error> {
     let Some(mut reader) = reader else {
         return Ok((Vec::new(), false));
     };
@@ -331,7 +313,7 @@ async fn collect_tail<R: AsyncRead + Unpin>(
             .take(READ_CHUNK_BYTES as u64)
             .read_buf(&mut bytes)
             .await
-            .map_err(|e| ExecError::Transport(e.to_string()))?;
+            .map_err(|e| Error::Transport(e.to_string()))?;
         #[cfg(feature = "testing")]
         probe::took(n);
         taken += n as u64;
@@ -387,9 +369,9 @@ pub fn decode_output(bytes: Vec<u8>) -> String {
 /// Runs `fut` under the watchdog (`0` = none).
 async fn with_watchdog<T>(
     timeout_ms: u64,
-    on_timeout: impl FnOnce() -> ExecError,
-    fut: impl Future<Output = Result<T, ExecError>>,
-) -> Result<T, ExecError> {
+    on_timeout: impl FnOnce() -> Error,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
     if timeout_ms == 0 {
         return fut.await;
     }
@@ -418,22 +400,22 @@ async fn connect(
     pod: &str,
     argv: &[String],
     params: &AttachParams,
-) -> Result<AttachedProcess, ExecError> {
+) -> Result<AttachedProcess, Error> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     pods.exec(pod, argv.to_vec(), params)
         .await
-        .map_err(|err| ExecError::Setup(api_error_from_kube(err, redactor)))
+        .map_err(|err| api_error_from_kube(err, redactor))
 }
 
 /// The status frame, or the connection-closed error.
 /// Waits for the I/O to finish and the status frame. The status channel also tells when the
 /// connection ended without a status (kube-rs then drops its sender): that fails at once, as the
 /// output streams may never see their end in that case.
-async fn complete<T, Closed: Future<Output = ExecError>>(
+async fn complete<T, Closed: Future<Output = Error>>(
     status: Option<impl Future<Output = Option<Status>>>,
-    io: impl Future<Output = Result<T, ExecError>>,
+    io: impl Future<Output = Result<T, Error>>,
     closed: impl FnOnce() -> Closed,
-) -> Result<(T, Status), ExecError> {
+) -> Result<(T, Status), Error> {
     let Some(status) = status else {
         return Err(closed().await);
     };
@@ -464,13 +446,13 @@ pub async fn exec_in_pod(
     redactor: &Redactor,
     request: &ExecRequest,
     tap: Option<&OutputTap>,
-) -> Result<ExecOutput, ExecError> {
+) -> Result<ExecOutput, Error> {
     let argv = request.effective_argv();
     // The command's own first word (the group wrapper's is always `/bin/sh`).
     let cmd0 = request.command_argv().first().cloned().unwrap_or_default();
     let (pod, container) = (request.pod.as_str(), request.container.as_str());
     let on_timeout = || {
-        ExecError::Timeout(exec_timeout_message(
+        Error::Timeout(exec_timeout_message(
             request.timeout_ms,
             pod,
             container,
@@ -489,20 +471,20 @@ pub async fn exec_in_pod(
                 writer
                     .write_all(&request.stdin)
                     .await
-                    .map_err(|e| ExecError::Transport(e.to_string()))?;
+                    .map_err(|e| Error::Transport(e.to_string()))?;
                 writer
                     .flush()
                     .await
-                    .map_err(|e| ExecError::Transport(e.to_string()))?;
+                    .map_err(|e| Error::Transport(e.to_string()))?;
             }
-            Ok::<_, ExecError>(())
+            Ok::<_, Error>(())
         };
         let keep = request.keep_tail_bytes;
         let stdout = collect_tail(
             process.stdout(),
             OutputStream::Stdout,
             request.max_stdout_bytes,
-            |cap| ExecError::Cap(exec_cap_message(OutputStream::Stdout, cap, pod, container)),
+            |cap| Error::Cap(exec_cap_message(OutputStream::Stdout, cap, pod, container)),
             tap,
             keep,
         );
@@ -510,7 +492,7 @@ pub async fn exec_in_pod(
             process.stderr(),
             OutputStream::Stderr,
             request.max_stderr_bytes,
-            |cap| ExecError::Cap(exec_cap_message(OutputStream::Stderr, cap, pod, container)),
+            |cap| Error::Cap(exec_cap_message(OutputStream::Stderr, cap, pod, container)),
             tap,
             keep,
         );
@@ -531,7 +513,7 @@ pub async fn exec_in_pod(
     .await;
     match (outcome, request.pid_file.as_deref()) {
         // The command may have started (the handshake was accepted) and may run on.
-        (Err(err), Some(file)) if !matches!(err, ExecError::Setup(_)) => {
+        (Err(err), Some(file)) if !matches!(err, Error::Api { .. }) => {
             end_group(client, redactor, request, file).await;
             Err(err)
         }
@@ -554,9 +536,9 @@ async fn end_group(client: &kube::Client, redactor: &Redactor, failed: &ExecRequ
 /// this is done. A stdin write that fails while the output still flows ends nothing either (the
 /// command may well have stopped reading); a connection that closed shows in the status.
 async fn with_input<T>(
-    write: impl Future<Output = Result<(), ExecError>>,
-    output: impl Future<Output = Result<T, ExecError>>,
-) -> Result<T, ExecError> {
+    write: impl Future<Output = Result<(), Error>>,
+    output: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
     tokio::pin!(write);
     tokio::pin!(output);
     let mut writing = true;
@@ -595,13 +577,13 @@ pub async fn exec_in_pod_streaming(
     container: &str,
     argv: &[String],
     io: StreamingIo<'_>,
-) -> Result<StreamingOutput, ExecError> {
+) -> Result<StreamingOutput, Error> {
     let cmd0 = argv.first().cloned().unwrap_or_default();
     let timeout_ms = io.timeout_ms;
     let timeout_message = streaming_timeout_message(timeout_ms, pod, container, &cmd0);
     let on_timeout = {
         let message = timeout_message.clone();
-        move || ExecError::Timeout(message)
+        move || Error::Timeout(message)
     };
     let StreamingIo {
         stdin: source,
@@ -617,15 +599,15 @@ pub async fn exec_in_pod_streaming(
         } else {
             None
         };
-        let pump_in: BoxFuture<'_, Result<(), ExecError>> = match (source, stdin.as_mut()) {
+        let pump_in: BoxFuture<'_, Result<(), Error>> = match (source, stdin.as_mut()) {
             (Some(mut source), Some(writer)) => Box::pin(async move {
                 tokio::io::copy(&mut source, writer)
                     .await
-                    .map_err(|e| ExecError::Transport(e.to_string()))?;
+                    .map_err(|e| Error::Transport(e.to_string()))?;
                 writer
                     .flush()
                     .await
-                    .map_err(|e| ExecError::Transport(e.to_string()))
+                    .map_err(|e| Error::Transport(e.to_string()))
             }),
             _ => Box::pin(async { Ok(()) }),
         };
@@ -638,28 +620,28 @@ pub async fn exec_in_pod_streaming(
                 Some(mut sink) => {
                     tokio::io::copy(&mut reader, &mut sink)
                         .await
-                        .map_err(|e| ExecError::Transport(e.to_string()))?;
+                        .map_err(|e| Error::Transport(e.to_string()))?;
                     sink.flush()
                         .await
-                        .map_err(|e| ExecError::Transport(e.to_string()))?;
+                        .map_err(|e| Error::Transport(e.to_string()))?;
                     sink.shutdown()
                         .await
-                        .map_err(|e| ExecError::Transport(e.to_string()))
+                        .map_err(|e| Error::Transport(e.to_string()))
                 }
                 None => tokio::io::copy(&mut reader, &mut tokio::io::sink())
                     .await
                     .map(drop)
-                    .map_err(|e| ExecError::Transport(e.to_string())),
+                    .map_err(|e| Error::Transport(e.to_string())),
             }
         };
         let stderr = collect_stream(
             process.stderr(),
             OutputStream::Stderr,
             max_stderr_bytes,
-            |cap| ExecError::Cap(streaming_stderr_cap_message(cap, pod, container)),
+            |cap| Error::Cap(streaming_stderr_cap_message(cap, pod, container)),
             None,
         );
-        let closed = || until_watchdog(timeout_ms, || ExecError::Timeout(timeout_message));
+        let closed = || until_watchdog(timeout_ms, || Error::Timeout(timeout_message));
         let status = process.take_status();
         let (((), (), stderr), status) =
             complete(status, try_join3(pump_in, pump_out, stderr), closed).await?;
@@ -777,13 +759,13 @@ mod tests {
             Some(data),
             OutputStream::Stderr,
             Some(4),
-            |cap| ExecError::Cap(exec_cap_message(OutputStream::Stderr, cap, "p", "agent")),
+            |cap| Error::Cap(exec_cap_message(OutputStream::Stderr, cap, "p", "agent")),
             None,
         )
         .await
         .unwrap_err();
         assert!(
-            matches!(err, ExecError::Cap(m) if m.starts_with("execInPod stderr exceeded the 4-byte cap"))
+            matches!(err, Error::Cap(m) if m.starts_with("execInPod stderr exceeded the 4-byte cap"))
         );
         // Exactly at the cap is fine.
         let at_cap = collect_stream(
@@ -843,12 +825,12 @@ mod tests {
             Some(&data[..]),
             OutputStream::Stdout,
             Some(200_000),
-            |cap| ExecError::Cap(exec_cap_message(OutputStream::Stdout, cap, "p", "agent")),
+            |cap| Error::Cap(exec_cap_message(OutputStream::Stdout, cap, "p", "agent")),
             None,
             Some(1001),
         )
         .await;
-        assert!(matches!(capped, Err(ExecError::Cap(_))));
+        assert!(matches!(capped, Err(Error::Cap(_))));
     }
 
     /// An in-memory reader that counts what was taken from it.

@@ -12,8 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::transport::{AGENT_CONTAINER, ExecError};
+use super::transport::AGENT_CONTAINER;
 use crate::cluster::{Redactor, api_error_from_kube};
+use crate::error::Error;
 
 /// The write backlog at which the session is ended (`bufferedAmount` > 256 KiB).
 pub const MAX_TTY_BACKLOG: usize = 256 * 1024;
@@ -200,7 +201,7 @@ pub async fn open_tty_exec(
     pod: &str,
     argv: &[String],
     events: Arc<dyn TtyEvents>,
-) -> Result<Arc<TtySession>, ExecError> {
+) -> Result<Arc<TtySession>, Error> {
     let params = AttachParams::default()
         .container(AGENT_CONTAINER)
         .stdin(true)
@@ -211,7 +212,7 @@ pub async fn open_tty_exec(
     let mut process = pods
         .exec(pod, argv.to_vec(), &params)
         .await
-        .map_err(|err| ExecError::Setup(api_error_from_kube(err, redactor)))?;
+        .map_err(|err| api_error_from_kube(err, redactor))?;
     let finish = Arc::new(Finish {
         done: AtomicBool::new(false),
         events: events.clone(),

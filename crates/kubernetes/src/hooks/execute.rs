@@ -12,8 +12,9 @@ use serde_json::{Map, Value, json};
 use super::lease::LeaseView;
 use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
 use crate::cluster::api_bound;
-use crate::cluster::{ClusterError, Connection, PollOptions, WorkloadOrchestrator};
+use crate::cluster::{Connection, PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
+use crate::error::Error;
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
 use crate::exec::exit_hints::append_exit_status_hint;
@@ -116,7 +117,7 @@ impl KubernetesProvider {
                 tokio::time::timeout(std::time::Duration::from_millis(effective_timeout_ms), wait)
                     .await
                     .unwrap_or_else(|_| {
-                        Err(ClusterError::SandboxReadyTimeout {
+                        Err(Error::SandboxReadyTimeout {
                             namespace: namespace.clone(),
                             name: lease_id.clone(),
                             timeout_ms: effective_timeout_ms,
@@ -124,7 +125,7 @@ impl KubernetesProvider {
                     });
             match waited {
                 Ok(_) => self.ready().insert(&lease_id),
-                Err(ClusterError::SandboxReadyTimeout { .. }) => {
+                Err(Error::SandboxReadyTimeout { .. }) => {
                     return Ok(execute_result(
                         Value::Null,
                         true,
@@ -320,14 +321,14 @@ impl KubernetesProvider {
         let started = self.clock().now_ms();
         let wait =
             orchestrator.wait_for_completion(api, self.clock(), namespace, lease_id, options);
-        let job_timeout = || ClusterError::JobTimeout {
+        let job_timeout = || Error::JobTimeout {
             namespace: namespace.to_string(),
             name: lease_id.to_string(),
             timeout_ms: effective_timeout_ms,
         };
         let status = match api_bound::wait_within(effective_timeout_ms, wait, job_timeout).await {
             Ok(status) => Some(status),
-            Err(ClusterError::JobTimeout { .. }) => None,
+            Err(Error::JobTimeout { .. }) => None,
             Err(err) => return Err(err.into()),
         };
         let elapsed = self.clock().now_ms().saturating_sub(started);
@@ -341,7 +342,7 @@ impl KubernetesProvider {
                 Some(pod) => orchestrator.read_logs(api, namespace, pod).await?,
                 None => None,
             };
-            Ok::<_, ClusterError>((pod_name, log))
+            Ok::<_, Error>((pod_name, log))
         })
         .await?;
         let mut stdout = String::new();

@@ -31,14 +31,14 @@ use crate::builders::{
 };
 use crate::cluster::api_bound;
 use crate::cluster::{
-    ClusterError, Connection, DestroyLease, PerRunSecret, ResumeCheck, ResumeCheckResult,
-    SandboxApiVersion, TenantInput, TenantResourceQuota, WorkloadOrchestrator,
-    check_lease_resumable, create_per_run_secret,
-    create_scoped_network_egress_policy_or_release_workload, delete_sandbox_cr_trying_versions,
-    destroy_lease_resources, destroy_lease_resources_trying_versions, ensure_tenant,
-    sandbox_api_version_from_metadata,
+    Connection, DestroyLease, PerRunSecret, ResumeCheck, ResumeCheckResult, SandboxApiVersion,
+    TenantInput, TenantResourceQuota, WorkloadOrchestrator, check_lease_resumable,
+    create_per_run_secret, create_scoped_network_egress_policy_or_release_workload,
+    delete_sandbox_cr_trying_versions, destroy_lease_resources,
+    destroy_lease_resources_trying_versions, ensure_tenant, sandbox_api_version_from_metadata,
 };
 use crate::config::{Backend, KubernetesConfig};
+use crate::error::Error;
 use crate::lease::precheck::{prepare_acquire, tenant_namespace};
 use crate::login::LoginLeaseScope;
 use crate::provider::KubernetesProvider;
@@ -155,7 +155,7 @@ impl<'a> LeaseView<'a> {
 async fn undo_failed_acquire(
     api: &dyn crate::cluster::ClusterApi,
     created: &DestroyLease,
-    err: ClusterError,
+    err: Error,
 ) -> ProviderError {
     // A fresh bound: the acquire's own may be spent (a hung step), and the cleanup must run.
     match crate::cluster::api_bound::with_fresh_bound(destroy_lease_resources(api, created)).await {
@@ -173,7 +173,7 @@ impl KubernetesProvider {
     pub(crate) async fn discover_sandbox_api_version(
         &self,
         connection: &Connection,
-    ) -> Result<SandboxApiVersion, ClusterError> {
+    ) -> Result<SandboxApiVersion, Error> {
         let api = connection.api.as_ref();
         self.api_versions().resolve(api, api.server_url()).await
     }
@@ -481,7 +481,7 @@ impl KubernetesProvider {
             .await?;
 
             let pod_name = orchestrator.find_pod(api, namespace, &job_name).await?;
-            Ok::<_, ClusterError>((scoped_policy_name, scoped_grant, pod_name))
+            Ok::<_, Error>((scoped_policy_name, scoped_grant, pod_name))
         };
         let (scoped_policy_name, scoped_grant, pod_name) = match provisioned.await {
             Ok(provisioned) => provisioned,

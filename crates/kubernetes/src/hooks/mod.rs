@@ -23,9 +23,9 @@ use sandbox_core::{ErrorClass, HookValue, ProviderError, ProviderResult};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
-use crate::cluster::ClusterError;
 use crate::config::adapters::get_adapter_defaults;
 use crate::config::{Backend, KubernetesConfig, Normalized, ZodIssues};
+use crate::error::Error;
 use crate::lease::egress_warnings::validate_config_warning;
 use js_compat::value;
 
@@ -52,7 +52,7 @@ pub const INVALID_CONFIG_SUMMARY: &str = "Invalid Kubernetes provider configurat
 pub const NO_PROVIDER_LEASE_ID: &str = "No provider lease ID available for execution.";
 
 /// A cluster failure as the hook rejects with it.
-pub(crate) fn cluster_err(err: impl Into<ClusterError>) -> ProviderError {
+pub(crate) fn cluster_err(err: impl Into<Error>) -> ProviderError {
     ProviderError::from(err.into())
 }
 

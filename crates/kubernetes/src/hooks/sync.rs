@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::{EXECUTE_POLL_MS, LeaseView, parse_config_for_hook};
 use crate::cluster::api_bound;
-use crate::cluster::{ClusterError, PollOptions, WorkloadOrchestrator};
+use crate::cluster::{PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
+use crate::error::Error;
 use crate::provider::KubernetesProvider;
 use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use js_compat::{string, value};
@@ -75,7 +76,7 @@ impl KubernetesProvider {
                     poll_ms: EXECUTE_POLL_MS,
                 },
             );
-            let ready_timeout = || ClusterError::SandboxReadyTimeout {
+            let ready_timeout = || Error::SandboxReadyTimeout {
                 namespace: namespace.clone(),
                 name: lease_id.clone(),
                 timeout_ms,

@@ -10,8 +10,8 @@ use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
 use crate::cluster::ClusterConnector;
 use crate::cluster::api_bound;
-use crate::cluster::{Clock, ClusterError, PollOptions, WorkloadOrchestrator};
-use crate::exec::ExecError;
+use crate::cluster::{Clock, PollOptions, WorkloadOrchestrator};
+use crate::error::Error;
 use crate::exec::tty::{TtyEvents, TtySession};
 use crate::hooks::execute::EXEC_FLOOR_MS;
 
@@ -55,11 +55,8 @@ impl LoginConnection for TtySession {
     }
 }
 
-fn exec_error(err: ExecError) -> ProviderError {
-    match err {
-        ExecError::Setup(api) => ProviderError::from(ClusterError::from(api)),
-        other => ProviderError::new(other.to_string()),
-    }
+fn exec_error(err: Error) -> ProviderError {
+    ProviderError::from(err)
 }
 
 impl LoginConnector for KubeLoginConnector {
@@ -78,7 +75,7 @@ impl LoginConnector for KubeLoginConnector {
             let connection = connector
                 .connect(&scope.config)
                 .await
-                .map_err(|e| ProviderError::from(ClusterError::from(e)))?;
+                .map_err(ProviderError::from)?;
             let orchestrator = WorkloadOrchestrator::SandboxCr(scope.sandbox_api_version);
             let api = connection.api.as_ref();
             // A hung API server cannot hang the open: the readiness wait is bounded as a whole (a
@@ -93,7 +90,7 @@ impl LoginConnector for KubeLoginConnector {
                 &scope.lease_id,
                 LOGIN_READY_WAIT,
             );
-            let ready_timeout = || ClusterError::SandboxReadyTimeout {
+            let ready_timeout = || Error::SandboxReadyTimeout {
                 namespace: scope.namespace.clone(),
                 name: scope.lease_id.clone(),
                 timeout_ms: ready_ms,

@@ -12,9 +12,9 @@ use super::paths::assert_confined_sandbox_path;
 use super::script::{self, InboundFile};
 use super::stream::{self, Sent, sh_argv};
 use super::tar_list::{escaping_member_message, extract_confined};
-use crate::cluster::ClusterError;
 use crate::cluster::PodExec;
-use crate::exec::{ExecError, StreamingIo, StreamingOutput};
+use crate::error::Error;
+use crate::exec::{StreamingIo, StreamingOutput};
 use js_compat::value;
 
 /// Reserved scratch-name stem of staged transfers.
@@ -46,11 +46,8 @@ impl SyncTarget {
 }
 
 /// An exec rejection as the hook rejects: a handshake failure keeps its API status.
-fn exec_error(err: ExecError) -> ProviderError {
-    match err {
-        ExecError::Setup(api) => ProviderError::from(ClusterError::from(api)),
-        other => ProviderError::new(other.to_string()),
-    }
+fn exec_error(err: Error) -> ProviderError {
+    ProviderError::from(err)
 }
 
 /// `PluginSyncFileMapping`.

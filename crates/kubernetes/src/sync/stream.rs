@@ -371,7 +371,8 @@ impl AsyncWrite for ChannelSink {
 mod tests {
     use super::*;
     use crate::cluster::PodExec;
-    use crate::exec::{ExecError, ExecOutput, ExecRequest, OutputTap};
+    use crate::error::Error;
+    use crate::exec::{ExecOutput, ExecRequest, OutputTap};
     use sandbox_core::BoxFuture;
     use tokio::io::AsyncWriteExt;
 
@@ -388,7 +389,7 @@ mod tests {
             &self,
             _: ExecRequest,
             _: Option<OutputTap>,
-        ) -> BoxFuture<'_, Result<ExecOutput, ExecError>> {
+        ) -> BoxFuture<'_, Result<ExecOutput, Error>> {
             Box::pin(async { unreachable!() })
         }
         fn exec_streaming<'a>(
@@ -397,7 +398,7 @@ mod tests {
             _: &'a str,
             argv: &'a [String],
             io: StreamingIo<'a>,
-        ) -> BoxFuture<'a, Result<StreamingOutput, ExecError>> {
+        ) -> BoxFuture<'a, Result<StreamingOutput, Error>> {
             Box::pin(async move {
                 *self.script.lock().unwrap() = argv[2].clone();
                 if let Some(mut stdin) = io.stdin {
@@ -410,14 +411,14 @@ mod tests {
                     for piece in self.stdout.chunks(8 * 1024) {
                         out.write_all(piece)
                             .await
-                            .map_err(|e| ExecError::Transport(e.to_string()))?;
+                            .map_err(|e| Error::Transport(e.to_string()))?;
                     }
                     out.flush()
                         .await
-                        .map_err(|e| ExecError::Transport(e.to_string()))?;
+                        .map_err(|e| Error::Transport(e.to_string()))?;
                     out.shutdown()
                         .await
-                        .map_err(|e| ExecError::Transport(e.to_string()))?;
+                        .map_err(|e| Error::Transport(e.to_string()))?;
                 }
                 Ok(StreamingOutput {
                     exit_code: 0,

@@ -187,7 +187,7 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the setup info log line",
     ),
     (
-        "kubernetes/src/cluster/connector.rs",
+        "kubernetes/src/exec/pod_exec.rs",
         "this pod exec does not support",
         "test doubles' default; the production exec streams",
     ),

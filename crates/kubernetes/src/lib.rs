@@ -67,11 +67,12 @@ mod provider;
 pub mod sync;
 
 pub use config::KubernetesConfig;
+pub use config::{parse_config_for_hook, zod_error};
 pub use error::Error;
 pub use hooks::{
     ConfigStage, INVALID_CONFIG_SUMMARY, config_stage_of_acquire, config_stage_of_destroy,
-    config_stage_of_execute, config_stage_of_release, config_stage_of_resume,
-    parse_config_for_hook, probe_config_error, validate_config, zod_error,
+    config_stage_of_execute, config_stage_of_release, config_stage_of_resume, probe_config_error,
+    validate_config,
 };
 pub use lease::{derive_company_slug, derive_tenant_namespace};
 pub use provider::KubernetesProvider;

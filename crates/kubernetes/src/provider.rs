@@ -10,10 +10,13 @@ use std::sync::Arc;
 
 use sandbox_core::hook::healthy;
 use sandbox_core::{HookValue, ProviderResult};
-use serde_json::Value;
 
-use crate::cluster::{Clock, ClusterConnector, KubeConnector, SandboxApiVersionCache, SystemClock};
+use crate::cluster::{Clock, SandboxApiVersion, SandboxApiVersionCache, SystemClock};
+use crate::config::KubernetesConfig;
+use crate::error::Error;
 use crate::lease::state::{ReadySet, UploadInterceptors};
+use crate::lease::view;
+use crate::lease::{ClusterConnector, Connection, KubeConnector, LeaseView};
 use crate::login::{KubeLoginConnector, LoginPtyManager};
 
 /// One provider instance per worker process: the cluster connector, the clock the readiness
@@ -112,9 +115,34 @@ impl KubernetesProvider {
         healthy("Kubernetes sandbox provider plugin healthy")
     }
 
-    /// `onEnvironmentValidateConfig`. Can throw, as the original does when adapter defaults
-    /// cannot be resolved.
-    pub fn validate_config(&self, params: &Value) -> ProviderResult<HookValue> {
-        crate::hooks::validate_config(params)
+    /// The hook's connection to the config's cluster ([`view::connect`]).
+    pub(crate) async fn connect(&self, config: &KubernetesConfig) -> ProviderResult<Connection> {
+        view::connect(self.connector(), config).await
+    }
+
+    /// The Sandbox API version of the connection's cluster, through the worker's cache.
+    pub(crate) async fn discover_sandbox_api_version(
+        &self,
+        connection: &Connection,
+    ) -> Result<SandboxApiVersion, Error> {
+        view::discover_sandbox_api_version(self.api_versions(), connection).await
+    }
+
+    /// The Sandbox API version of an existing sandbox-cr lease ([`view::lease_sandbox_api_version`]).
+    pub(crate) async fn lease_sandbox_api_version(
+        &self,
+        connection: &Connection,
+        lease: &LeaseView<'_>,
+    ) -> ProviderResult<SandboxApiVersion> {
+        view::lease_sandbox_api_version(self.api_versions(), connection, lease).await
+    }
+
+    /// The versions to delete an existing lease's Sandbox under ([`view::sandbox_versions_to_delete`]).
+    pub(crate) async fn sandbox_versions_to_delete(
+        &self,
+        connection: &Connection,
+        lease: &LeaseView<'_>,
+    ) -> Vec<SandboxApiVersion> {
+        view::sandbox_versions_to_delete(self.api_versions(), connection, lease).await
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
-use kubernetes::cluster::PodExec;
 use kubernetes::cluster::{ClientCache, KubeCluster};
 use kubernetes::config::KubernetesConfig;
+use kubernetes::exec::PodExec;
 use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };

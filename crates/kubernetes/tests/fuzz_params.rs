@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use kubernetes::KubernetesProvider;
-use kubernetes::cluster::PodExec;
+use kubernetes::exec::PodExec;
 use kubernetes::exec::{
     ExecError, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput,
 };

@@ -23,7 +23,6 @@ mod api;
 pub mod api_bound;
 mod client;
 mod clock;
-mod connector;
 mod credentials;
 pub mod job;
 pub mod lease_lifecycle;
@@ -49,7 +48,6 @@ pub use crate::error::{Error as ApiError, Error as ClusterError};
 pub use api::{ApiGroup, ApiMethod, ClusterApi};
 pub use client::{KubeCluster, api_error_from_kube};
 pub use clock::{Clock, PollOptions, SystemClock};
-pub use connector::{ClusterConnector, Connection, KubeConnector, PodExec, STREAMING_UNSUPPORTED};
 pub use credentials::{
     CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS, ClientCache, CredentialSource, KubeClientHandle,
     Redactor,

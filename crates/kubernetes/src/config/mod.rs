@@ -13,6 +13,7 @@ mod patterns;
 mod schema;
 pub mod zod;
 
+use sandbox_core::{ErrorClass, ProviderError, ProviderResult};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -29,6 +30,17 @@ pub enum EgressMode {
     Cilium,
     /// Kubernetes NetworkPolicy, which is CIDR-only.
     Standard,
+}
+
+/// `kubernetesProviderConfigSchema.parse(params.config)` as the lease and execute hooks call
+/// it: a failure rejects with the `ZodError`, whose message is the pretty-printed issue list.
+pub fn parse_config_for_hook(params: &Value) -> ProviderResult<KubernetesConfig> {
+    KubernetesConfig::parse_input(params.get("config")).map_err(zod_error)
+}
+
+/// The `ZodError` a failed `schema.parse` throws.
+pub fn zod_error(issues: ZodIssues) -> ProviderError {
+    ProviderError::new(issues.error_message()).with_class(ErrorClass::ZodError)
 }
 
 impl EgressMode {

@@ -9,24 +9,23 @@
 use sandbox_core::{HostSink, OutputStream, ProviderResult};
 use serde_json::{Map, Value, json};
 
-use super::lease::LeaseView;
 use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
 use crate::cluster::api_bound;
-use crate::cluster::{Connection, PollOptions, WorkloadOrchestrator};
+use crate::cluster::{PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
 use crate::error::Error;
+use crate::exec::EXEC_FLOOR_MS;
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
 use crate::exec::exit_hints::append_exit_status_hint;
 use crate::exec::upload_interceptor::{UploadDecision, flush_script};
 use crate::hooks::{ConfigStage, config_stage_of_execute};
+use crate::lease::{Connection, LeaseView};
 use crate::provider::KubernetesProvider;
 use js_compat::{string, value};
 
 /// An execute whose Sandbox turned Ready without a resolvable pod name (B7 in the error reference).
 pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
-/// The exec floor after the readiness wait.
-pub const EXEC_FLOOR_MS: u64 = 5_000;
 /// Readiness and completion poll of execute.
 pub const EXECUTE_POLL_MS: u64 = 2_000;
 

@@ -31,28 +31,23 @@ use crate::builders::{
 };
 use crate::cluster::api_bound;
 use crate::cluster::{
-    Connection, DestroyLease, PerRunSecret, ResumeCheck, ResumeCheckResult, SandboxApiVersion,
-    TenantInput, TenantResourceQuota, WorkloadOrchestrator, check_lease_resumable,
-    create_per_run_secret, create_scoped_network_egress_policy_or_release_workload,
-    delete_sandbox_cr_trying_versions, destroy_lease_resources,
-    destroy_lease_resources_trying_versions, ensure_tenant, sandbox_api_version_from_metadata,
+    DestroyLease, PerRunSecret, ResumeCheck, ResumeCheckResult, SandboxApiVersion, TenantInput,
+    TenantResourceQuota, WorkloadOrchestrator, check_lease_resumable, create_per_run_secret,
+    create_scoped_network_egress_policy_or_release_workload, delete_sandbox_cr_trying_versions,
+    destroy_lease_resources, destroy_lease_resources_trying_versions, ensure_tenant,
 };
 use crate::config::{Backend, KubernetesConfig};
 use crate::error::Error;
 use crate::lease::precheck::{prepare_acquire, tenant_namespace};
+use crate::lease::{DEFAULT_REMOTE_CWD, LeaseView};
 use crate::login::LoginLeaseScope;
 use crate::provider::KubernetesProvider;
 use js_compat::{string, value};
-
-type Config = KubernetesConfig;
 
 /// The namespace paperclip-server runs in (callback rules).
 pub const PAPERCLIP_SERVER_NAMESPACE: &str = "paperclip";
 /// Probe summary when the cluster cannot be reached.
 pub const PROBE_FAILED_SUMMARY: &str = "Kubernetes cluster probe failed.";
-/// G-remoteCwd: the workspace dir recorded on every lease at acquire (the Sandbox's emptyDir),
-/// so native sync works before (or without) a realized workspace.
-pub const DEFAULT_REMOTE_CWD: &str = "/workspace";
 /// G1 (G-sync/egress): an acquire failed after its workload was created, and deleting what it
 /// had created failed too. Deliberately without the underlying messages: a Secret create error
 /// may echo the Secret's contents.
@@ -83,71 +78,6 @@ pub fn generate_bootstrap_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The lease fields every hook reads the same way (the same fallbacks in every hook).
-pub(crate) struct LeaseView<'a> {
-    pub(crate) metadata: Option<&'a Map<String, Value>>,
-}
-
-impl<'a> LeaseView<'a> {
-    pub(crate) fn new(metadata: Option<&'a Value>) -> Self {
-        Self {
-            metadata: metadata.and_then(Value::as_object),
-        }
-    }
-
-    pub(crate) fn string(&self, key: &str) -> Option<&'a str> {
-        self.metadata?.get(key)?.as_str()
-    }
-
-    pub(crate) fn namespace(
-        &self,
-        config: &Config,
-        company_id: Option<&Value>,
-    ) -> ProviderResult<String> {
-        match self.string("namespace") {
-            Some(ns) => Ok(ns.to_string()),
-            None => tenant_namespace(config, company_id),
-        }
-    }
-
-    /// The backend that created the lease; an unknown string is neither backend in the
-    /// original's comparisons, which all test `=== "sandbox-cr"`, so it acts as the job backend.
-    pub(crate) fn backend(&self, config: &Config) -> (Backend, String) {
-        match self.string("backend") {
-            Some("sandbox-cr") => (Backend::SandboxCr, "sandbox-cr".into()),
-            Some(other) => (Backend::Job, other.to_string()),
-            None => (config.backend, config.backend.as_str().to_string()),
-        }
-    }
-
-    fn secret_name(&self, lease_id: &str) -> String {
-        self.string("secretName")
-            .map_or_else(|| run_secret_name(lease_id), str::to_string)
-    }
-
-    /// `metadata.sandboxApiVersion` when it is a version this provider can address.
-    pub(crate) fn sandbox_api_version(&self) -> Option<SandboxApiVersion> {
-        sandbox_api_version_from_metadata(self.metadata?.get("sandboxApiVersion"))
-    }
-
-    /// The lease's `remoteCwd` when it is a non-blank string, else [`DEFAULT_REMOTE_CWD`].
-    fn remote_cwd(&self) -> String {
-        self.string("remoteCwd")
-            .filter(|dir| !string::trim(dir).is_empty())
-            .unwrap_or(DEFAULT_REMOTE_CWD)
-            .to_string()
-    }
-
-    pub(crate) fn grant(&self) -> ScopedNetworkEgressGrant {
-        let network_egress = self
-            .metadata
-            .and_then(|m| m.get("scopedNetworkEgress"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        parse_scoped_network_egress_grant(Some(&json!({"networkEgress": network_egress})))
-    }
-}
-
 /// Deletes what a failed acquire created (the G-sync/egress acquire cleanup): the workload, and the per-run Secret
 /// by name (it may exist without its owner having been recorded anywhere); the scoped egress
 /// policies go with the workload through their ownerReferences. Returns the error the hook
@@ -165,51 +95,6 @@ async fn undo_failed_acquire(
 }
 
 impl KubernetesProvider {
-    pub(crate) async fn connect(&self, config: &Config) -> ProviderResult<Connection> {
-        self.connector().connect(config).await.map_err(cluster_err)
-    }
-
-    /// `resolveSandboxApiVersion(clients, apiServerUrl(kc))` through the worker's cache.
-    pub(crate) async fn discover_sandbox_api_version(
-        &self,
-        connection: &Connection,
-    ) -> Result<SandboxApiVersion, Error> {
-        let api = connection.api.as_ref();
-        self.api_versions().resolve(api, api.server_url()).await
-    }
-
-    /// The Sandbox API version of an existing sandbox-cr lease: the one its metadata records,
-    /// else a discovery.
-    pub(crate) async fn lease_sandbox_api_version(
-        &self,
-        connection: &Connection,
-        lease: &LeaseView<'_>,
-    ) -> ProviderResult<SandboxApiVersion> {
-        match lease.sandbox_api_version() {
-            Some(version) => Ok(version),
-            None => self
-                .discover_sandbox_api_version(connection)
-                .await
-                .map_err(cluster_err),
-        }
-    }
-
-    /// The versions to delete an existing lease's Sandbox under: the known one, or when it
-    /// cannot be learnt (discovery fails), every supported version in turn.
-    async fn sandbox_versions_to_delete(
-        &self,
-        connection: &Connection,
-        lease: &LeaseView<'_>,
-    ) -> Vec<SandboxApiVersion> {
-        if let Some(version) = lease.sandbox_api_version() {
-            return vec![version];
-        }
-        match self.discover_sandbox_api_version(connection).await {
-            Ok(version) => vec![version],
-            Err(_) => SandboxApiVersion::PREFERENCE.to_vec(),
-        }
-    }
-
     /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors. Its API
     /// requests are bounded ([`crate::cluster::api_bound`]).
     pub async fn probe(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {

@@ -19,23 +19,24 @@ pub mod login;
 pub mod sync;
 mod table;
 
-use sandbox_core::{ErrorClass, HookValue, ProviderError, ProviderResult};
+use sandbox_core::{HookValue, ProviderError, ProviderResult};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
 use crate::config::adapters::get_adapter_defaults;
-use crate::config::{Backend, KubernetesConfig, Normalized, ZodIssues};
+use crate::config::{Backend, KubernetesConfig, Normalized};
+pub use crate::config::{parse_config_for_hook, zod_error};
 use crate::error::Error;
 use crate::lease::egress_warnings::validate_config_warning;
+use crate::provider::KubernetesProvider;
 use js_compat::value;
 
-pub use execute::{
-    EXEC_FLOOR_MS, EXECUTE_POLL_MS, SANDBOX_POD_UNRESOLVED, sandbox_not_ready_message,
-};
-pub(crate) use lease::LeaseView;
+pub use crate::exec::EXEC_FLOOR_MS;
+pub use crate::lease::{DEFAULT_REMOTE_CWD, LeaseView};
+pub use execute::{EXECUTE_POLL_MS, SANDBOX_POD_UNRESOLVED, sandbox_not_ready_message};
 pub use lease::{
-    ACQUIRE_CLEANUP_INCOMPLETE, DEFAULT_REMOTE_CWD, PAPERCLIP_SERVER_NAMESPACE,
-    PROBE_FAILED_SUMMARY, generate_bootstrap_token, probe_ok_summary,
+    ACQUIRE_CLEANUP_INCOMPLETE, PAPERCLIP_SERVER_NAMESPACE, PROBE_FAILED_SUMMARY,
+    generate_bootstrap_token, probe_ok_summary,
 };
 pub use sync::{
     SYNC_POD_UNRESOLVED, SYNC_REQUIRES_LEASE_ID, SYNC_REQUIRES_REMOTE_DIR,
@@ -103,15 +104,12 @@ pub fn probe_config_error(params: &Value) -> Option<Value> {
     }))
 }
 
-/// `kubernetesProviderConfigSchema.parse(params.config)` as the lease and execute hooks call
-/// it: a failure rejects with the `ZodError`, whose message is the pretty-printed issue list.
-pub fn parse_config_for_hook(params: &Value) -> ProviderResult<KubernetesConfig> {
-    KubernetesConfig::parse_input(params.get("config")).map_err(zod_error)
-}
-
-/// The `ZodError` a failed `schema.parse` throws.
-pub fn zod_error(issues: ZodIssues) -> ProviderError {
-    ProviderError::new(issues.error_message()).with_class(ErrorClass::ZodError)
+impl KubernetesProvider {
+    /// `onEnvironmentValidateConfig`. Can throw, as the original does when adapter defaults
+    /// cannot be resolved.
+    pub fn validate_config(&self, params: &Value) -> ProviderResult<HookValue> {
+        validate_config(params)
+    }
 }
 
 /// How a hook's config stage ends.
@@ -186,6 +184,8 @@ pub fn config_stage_of_execute(params: &Value) -> ProviderResult<ConfigStage> {
 
 #[cfg(test)]
 mod tests {
+    use sandbox_core::ErrorClass;
+
     use super::*;
 
     #[test]

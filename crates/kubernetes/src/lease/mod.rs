@@ -4,13 +4,17 @@
 //! company ([`namespace`]), the warnings of `egressMode: standard` ([`egress_warnings`]), and
 //! the per-worker lease state the hooks share ([`state`]).
 
+pub mod connection;
 pub mod egress_warnings;
 pub mod expiry;
 pub mod namespace;
 pub mod precheck;
 pub mod state;
+pub mod view;
 
+pub use connection::{ClusterConnector, Connection, KubeConnector};
 pub use expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
 pub use namespace::{derive_company_slug, derive_tenant_namespace};
 pub use precheck::{AcquirePlan, JOB_BACKEND_CANNOT_HONOR_DEADLINE, prepare_acquire};
 pub use state::{ReadySet, UploadInterceptors};
+pub use view::{DEFAULT_REMOTE_CWD, LeaseView, connect};

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use crate::config::adapters::{AdapterDefaults, get_adapter_defaults, resolve_run_adapter_type};
+use crate::config::parse_config_for_hook;
 use crate::config::{Backend, KubernetesConfig};
-use crate::hooks::parse_config_for_hook;
 use crate::lease::egress_warnings::acquire_console_warning;
 use crate::lease::expiry::{BoundedLeaseDeadline, compute_bounded_lease_deadline};
 use crate::lease::namespace::derive_tenant_namespace;

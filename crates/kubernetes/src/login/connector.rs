@@ -8,12 +8,12 @@ use std::time::Duration;
 use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
-use crate::cluster::ClusterConnector;
 use crate::cluster::api_bound;
 use crate::cluster::{Clock, PollOptions, WorkloadOrchestrator};
 use crate::error::Error;
+use crate::exec::EXEC_FLOOR_MS;
 use crate::exec::tty::{TtyEvents, TtySession};
-use crate::hooks::execute::EXEC_FLOOR_MS;
+use crate::lease::ClusterConnector;
 
 /// A login PTY connect without a lease id; the manager always sets one (A30 in the error
 /// reference).

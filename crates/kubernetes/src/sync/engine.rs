@@ -12,8 +12,8 @@ use super::paths::assert_confined_sandbox_path;
 use super::script::{self, InboundFile};
 use super::stream::{self, Sent, sh_argv};
 use super::tar_list::{escaping_member_message, extract_confined};
-use crate::cluster::PodExec;
 use crate::error::Error;
+use crate::exec::PodExec;
 use crate::exec::{StreamingIo, StreamingOutput};
 use js_compat::value;
 

@@ -370,8 +370,8 @@ impl AsyncWrite for ChannelSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::PodExec;
     use crate::error::Error;
+    use crate::exec::PodExec;
     use crate::exec::{ExecOutput, ExecRequest, OutputTap};
     use sandbox_core::BoxFuture;
     use tokio::io::AsyncWriteExt;

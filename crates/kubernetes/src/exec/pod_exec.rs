@@ -1,23 +1,17 @@
-//! What the hooks run against: a connector that turns a parsed config into a cluster, as one
-//! hook call uses it (API calls and pod exec).
-//!
-//! Production uses [`KubeConnector`] (kube-rs, the per-credential client cache); tests plug in
-//! scripted clusters and execs.
+//! [`PodExec`]: how a hook runs commands in a pod (buffered, streaming, tty), and its
+//! production implementation over a [`KubeCluster`]'s client. Tests plug in scripted execs.
 
 use std::sync::Arc;
 
 use sandbox_core::BoxFuture;
 
-use super::ClusterApi;
-use super::client::KubeCluster;
-use super::credentials::ClientCache;
-use crate::config::KubernetesConfig;
-use crate::error::Error;
-use crate::exec::tty::{TtyEvents, TtySession, open_tty_exec};
-use crate::exec::{
+use super::transport::{
     AGENT_CONTAINER, ExecOutput, ExecRequest, OutputTap, StreamingIo, StreamingOutput, exec_in_pod,
     exec_in_pod_streaming,
 };
+use super::tty::{TtyEvents, TtySession, open_tty_exec};
+use crate::cluster::KubeCluster;
+use crate::error::Error;
 
 /// The message of the default [`PodExec::exec_streaming`] / [`PodExec::open_tty`] of an exec
 /// that cannot stream (test doubles that only script buffered execs).
@@ -101,44 +95,6 @@ impl PodExec for KubeCluster {
                 events,
             )
             .await
-        })
-    }
-}
-
-/// A cluster as one hook call uses it.
-#[derive(Clone)]
-pub struct Connection {
-    pub api: Arc<dyn ClusterApi>,
-    pub exec: Arc<dyn PodExec>,
-}
-
-/// `createKubeConfig` + `makeKubeClients`.
-pub trait ClusterConnector: Send + Sync {
-    fn connect<'a>(
-        &'a self,
-        config: &'a KubernetesConfig,
-    ) -> BoxFuture<'a, Result<Connection, Error>>;
-}
-
-/// The real connector: kube-rs clients from its own per-credential cache. Each provider owns
-/// one, so two plugins made by `createPlugin()` in one process share no clients.
-#[derive(Default, Clone)]
-pub struct KubeConnector {
-    clients: Arc<ClientCache>,
-}
-
-impl ClusterConnector for KubeConnector {
-    fn connect<'a>(
-        &'a self,
-        config: &'a KubernetesConfig,
-    ) -> BoxFuture<'a, Result<Connection, Error>> {
-        Box::pin(async move {
-            let handle = self.clients.client_for(config).await?;
-            let cluster = Arc::new(KubeCluster::new(handle));
-            Ok(Connection {
-                api: cluster.clone(),
-                exec: cluster,
-            })
         })
     }
 }

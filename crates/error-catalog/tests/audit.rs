@@ -25,7 +25,7 @@ use syn::visit::Visit;
 const NOT_MESSAGES: &[(&str, &str, &str)] = &[
     // Fills of contract templates in the confined sync-out (the ${name} of A41 / A44).
     (
-        "kubernetes/src/sync/engine.rs",
+        "kubernetes/src/sync/host.rs",
         "archive check did not finish",
         "the ${name} of the escaping-member line when the extraction task dies",
     ),
@@ -172,12 +172,17 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the `${detail}` of the egress hint (B10)",
     ),
     (
-        "kubernetes/src/sync/engine.rs",
+        "kubernetes/src/sync/sync_in.rs",
         "sync",
         "sync transfer labels inside contract messages",
     ),
     (
-        "kubernetes/src/sync/engine.rs",
+        "kubernetes/src/sync/sync_out.rs",
+        "sync",
+        "sync transfer labels inside contract messages",
+    ),
+    (
+        "kubernetes/src/sync/sync_in.rs",
         "post-upload command cwd",
         "a path label inside a contract message",
     ),

@@ -11,7 +11,7 @@ use crate::cluster::{PollOptions, WorkloadOrchestrator};
 use crate::config::Backend;
 use crate::error::Error;
 use crate::provider::KubernetesProvider;
-use crate::sync::engine::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
+use crate::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use js_compat::{string, value};
 
 /// A file sync on a lease whose metadata has no workspace remote dir (A1 in the error reference).

@@ -31,8 +31,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
-use super::engine::{SYNC_STDERR_CAP_BYTES, SyncTarget, disk_guard_message};
 use super::tar_list::{assert_stream_confined, escaping_member_message};
+use super::target::{SYNC_STDERR_CAP_BYTES, SyncTarget, disk_guard_message};
 use crate::exec::{StreamingIo, StreamingOutput};
 use sandbox_core::ProviderResult;
 
@@ -450,7 +450,7 @@ mod tests {
 
     fn args(root: &Path, archive: &str, totals: bool) -> Vec<String> {
         let entries = vec!["a.txt".to_string(), "sub".to_string()];
-        super::super::engine::tarball_args(root, archive, &entries, &[], false, totals)
+        super::super::host::tarball_args(root, archive, &entries, &[], false, totals)
     }
 
     use std::path::Path;

@@ -10,10 +10,10 @@
 //!   every client-side error message is scrubbed of it); [`api_bound`], the per-hook deadline every
 //!   request runs under.
 //! - The steps the hooks take over a [`ClusterApi`]: tenant provisioning ([`tenant`]), the
-//!   per-run Secret ([`secret`]), scoped egress policies ([`scoped_egress`]), both workload
-//!   backends behind [`WorkloadOrchestrator`] ([`sandbox_cr`], [`job`]: claim, status, pod
+//!   per-run Secret ([`secret`]), scoped egress policies ([`grant_egress`]), both workload
+//!   backends behind [`WorkloadOrchestrator`] ([`sandbox_backend`], [`job_backend`]: claim, status, pod
 //!   lookup, logs, release, waits), Sandbox API version discovery ([`sandbox_api_version`]), and
-//!   the resume check and destroy of a lease ([`lease_lifecycle`]). Each makes the same API calls,
+//!   the resume check and destroy of a lease ([`resume_and_destroy`]). Each makes the same API calls,
 //!   in the same order, with the same request objects as the original, and absorbs 404/409
 //!   exactly where it does. Waits poll on an injected [`Clock`].
 //! - `testing` (unit tests, or the `testing` feature): a scripted cluster that replays the
@@ -24,13 +24,13 @@ pub mod api_bound;
 mod client;
 mod clock;
 mod credentials;
-pub mod job;
-pub mod lease_lifecycle;
+pub mod grant_egress;
+pub mod job_backend;
 pub mod pod_log;
 mod response;
+pub mod resume_and_destroy;
 pub mod sandbox_api_version;
-pub mod sandbox_cr;
-pub mod scoped_egress;
+pub mod sandbox_backend;
 pub mod secret;
 mod status;
 pub mod tenant;
@@ -52,8 +52,11 @@ pub use credentials::{
     CREATE_KUBE_CONFIG_REQUIRES_CREDENTIALS, ClientCache, CredentialSource, KubeClientHandle,
     Redactor,
 };
-pub use job::{find_pod_for_job, get_job_status, wait_for_job_completion};
-pub use lease_lifecycle::{
+pub use grant_egress::{
+    create_scoped_network_egress_policy, create_scoped_network_egress_policy_or_release_workload,
+};
+pub use job_backend::{find_pod_for_job, get_job_status, wait_for_job_completion};
+pub use resume_and_destroy::{
     DestroyLease, ResumeCheck, ResumeCheckResult, check_lease_resumable,
     delete_sandbox_cr_trying_versions, destroy_lease_resources,
     destroy_lease_resources_trying_versions,
@@ -62,11 +65,8 @@ pub use sandbox_api_version::{
     SandboxApiVersion, SandboxApiVersionCache, discover_sandbox_api_version,
     sandbox_api_version_from_metadata,
 };
-pub use sandbox_cr::{
+pub use sandbox_backend::{
     find_pod_for_sandbox, get_sandbox_cr_status, map_sandbox_phase, wait_for_sandbox_ready,
-};
-pub use scoped_egress::{
-    create_scoped_network_egress_policy, create_scoped_network_egress_policy_or_release_workload,
 };
 pub use secret::{PerRunSecret, create_per_run_secret};
 pub use status::{SandboxStatus, WorkloadPhase};

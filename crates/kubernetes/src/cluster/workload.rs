@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::clock::{Clock, PollOptions};
 use super::sandbox_api_version::SandboxApiVersion;
 use super::status::SandboxStatus;
-use super::{job, pod_log, sandbox_cr};
+use super::{job_backend, pod_log, sandbox_backend};
 use crate::cluster::ClusterApi;
 use crate::config::Backend;
 use crate::error::Error;
@@ -37,9 +37,9 @@ impl WorkloadOrchestrator {
     ) -> Result<String, Error> {
         match self {
             Self::SandboxCr(v) => {
-                sandbox_cr::create_sandbox_cr(cluster, v, namespace, manifest).await
+                sandbox_backend::create_sandbox_cr(cluster, v, namespace, manifest).await
             }
-            Self::Job => job::create_job(cluster, namespace, manifest).await,
+            Self::Job => job_backend::create_job(cluster, namespace, manifest).await,
         }
     }
 
@@ -52,9 +52,9 @@ impl WorkloadOrchestrator {
     ) -> Result<SandboxStatus, Error> {
         match self {
             Self::SandboxCr(v) => {
-                sandbox_cr::get_sandbox_cr_status(cluster, v, namespace, name).await
+                sandbox_backend::get_sandbox_cr_status(cluster, v, namespace, name).await
             }
-            Self::Job => job::get_job_status(cluster, namespace, name).await,
+            Self::Job => job_backend::get_job_status(cluster, namespace, name).await,
         }
     }
 
@@ -67,9 +67,9 @@ impl WorkloadOrchestrator {
     ) -> Result<Option<String>, Error> {
         match self {
             Self::SandboxCr(v) => {
-                sandbox_cr::find_pod_for_sandbox(cluster, v, namespace, name).await
+                sandbox_backend::find_pod_for_sandbox(cluster, v, namespace, name).await
             }
-            Self::Job => job::find_pod_for_job(cluster, namespace, name).await,
+            Self::Job => job_backend::find_pod_for_job(cluster, namespace, name).await,
         }
     }
 
@@ -92,8 +92,10 @@ impl WorkloadOrchestrator {
         name: &str,
     ) -> Result<(), Error> {
         match self {
-            Self::SandboxCr(v) => sandbox_cr::delete_sandbox_cr(cluster, v, namespace, name).await,
-            Self::Job => job::delete_job(cluster, namespace, name).await,
+            Self::SandboxCr(v) => {
+                sandbox_backend::delete_sandbox_cr(cluster, v, namespace, name).await
+            }
+            Self::Job => job_backend::delete_job(cluster, namespace, name).await,
         }
     }
 
@@ -108,11 +110,11 @@ impl WorkloadOrchestrator {
     ) -> Result<SandboxStatus, Error> {
         match self {
             Self::SandboxCr(v) => {
-                sandbox_cr::wait_for_sandbox_ready(cluster, clock, v, namespace, name, options)
+                sandbox_backend::wait_for_sandbox_ready(cluster, clock, v, namespace, name, options)
                     .await
             }
             Self::Job => {
-                job::wait_for_job_completion(cluster, clock, namespace, name, options).await
+                job_backend::wait_for_job_completion(cluster, clock, namespace, name, options).await
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The hooks of [`KubernetesProvider`](crate::KubernetesProvider), one file per hook family, and
 //! the config stage every hook starts with.
 //!
-//! - [`lease`]: probe, acquire, resume, release, destroy, realize workspace, shutdown;
+//! - [`lifecycle`]: probe, acquire, resume, release, destroy, realize workspace, shutdown;
 //! - [`execute`]: a command in the lease's pod (or the job backend's log);
 //! - [`sync`]: native file sync in and out of the lease's pod;
 //! - [`login`]: the login-PTY hooks, over the worker's [`crate::login::LoginPtyManager`];
@@ -14,7 +14,7 @@
 //! on the provider itself.
 
 pub mod execute;
-pub mod lease;
+pub mod lifecycle;
 pub mod login;
 pub mod sync;
 mod table;
@@ -34,7 +34,7 @@ use js_compat::value;
 pub use crate::exec::EXEC_FLOOR_MS;
 pub use crate::lease::{DEFAULT_REMOTE_CWD, LeaseView};
 pub use execute::{EXECUTE_POLL_MS, SANDBOX_POD_UNRESOLVED, sandbox_not_ready_message};
-pub use lease::{
+pub use lifecycle::{
     ACQUIRE_CLEANUP_INCOMPLETE, PAPERCLIP_SERVER_NAMESPACE, PROBE_FAILED_SUMMARY,
     generate_bootstrap_token, probe_ok_summary,
 };

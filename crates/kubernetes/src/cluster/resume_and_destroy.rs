@@ -8,9 +8,9 @@
 use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
-use super::job::{delete_job, find_pod_for_job, get_job_status};
+use super::job_backend::{delete_job, find_pod_for_job, get_job_status};
 use super::sandbox_api_version::SandboxApiVersion;
-use super::sandbox_cr::{delete_sandbox_cr, find_pod_for_sandbox, wait_for_sandbox_ready};
+use super::sandbox_backend::{delete_sandbox_cr, find_pod_for_sandbox, wait_for_sandbox_ready};
 use super::status::WorkloadPhase;
 use crate::cluster::ClusterApi;
 use crate::config::Backend;

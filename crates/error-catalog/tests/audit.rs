@@ -232,7 +232,7 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the in-sandbox command script's staged-stdin line",
     ),
     (
-        "kubernetes/src/exec/transport.rs",
+        "kubernetes/src/exec/request.rs",
         "head -c {} | {{",
         "the in-pod stdin wrapper (head -c, then the rest of stdin drained after the command)",
     ),

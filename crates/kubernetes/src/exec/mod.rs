@@ -4,10 +4,12 @@ pub mod command;
 pub mod exit_hints;
 pub mod group;
 pub mod pod_exec;
+mod request;
 mod tail;
 pub mod transport;
 pub mod tty;
 pub mod upload_interceptor;
+mod wire;
 
 /// The crate's [`Error`](crate::Error) under the name the exec's callers and tests know it by.
 pub use crate::error::Error as ExecError;

@@ -6,438 +6,28 @@
 //! All `<bytes>` are read in the pod even when the command exits first (see
 //! [`ExecRequest::command_argv`]): a real node answers no status while its stdin copy is stuck.
 
-use std::time::Duration;
-
 use futures::future::{BoxFuture, try_join, try_join3};
-use js_compat::utf8::Utf8Decoder;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kube::api::{Api, AttachParams, AttachedProcess};
 use sandbox_core::OutputStream;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::io::AsyncWriteExt;
 
-use super::command::sh_quote;
 use super::group;
-use super::tail::OutputTail;
-use crate::cluster::{Redactor, api_error_from_kube};
+pub use super::wire::exit_code_from_status;
+use super::wire::{
+    attach_params, collect_stream, collect_tail, complete, connect, until_watchdog, with_input,
+    with_watchdog,
+};
+use crate::cluster::Redactor;
 use crate::error::Error;
 
-/// The container every exec targets.
-pub const AGENT_CONTAINER: &str = "agent";
-
-/// One buffered exec (`execInPod`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExecRequest {
-    pub namespace: String,
-    pub pod: String,
-    pub container: String,
-    pub argv: Vec<String>,
-    /// No stdin channel at all when empty.
-    pub stdin: Vec<u8>,
-    /// `0`: no watchdog.
-    pub timeout_ms: u64,
-    pub max_stdout_bytes: Option<u64>,
-    pub max_stderr_bytes: Option<u64>,
-    /// Keep only the last this-many bytes of each output stream (cut at a character boundary);
-    /// the live tap still gets every chunk. `None`: keep everything.
-    pub keep_tail_bytes: Option<usize>,
-    /// Run the command in a process group of its own recorded in this pid file, and end that
-    /// group when the exec fails after it started (see [`super::group`]). `None`: the argv
-    /// runs as it is, and a command that outlives its exec runs on.
-    pub pid_file: Option<String>,
-}
-
-impl ExecRequest {
-    pub fn new(namespace: &str, pod: &str, argv: Vec<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            pod: pod.into(),
-            container: AGENT_CONTAINER.into(),
-            argv,
-            stdin: Vec::new(),
-            timeout_ms: 0,
-            max_stdout_bytes: None,
-            max_stderr_bytes: None,
-            keep_tail_bytes: None,
-            pid_file: None,
-        }
-    }
-
-    /// The argv sent to the pod: with stdin, `/bin/sh -c "head -c <bytes> | { <quoted argv>; … }"`
-    /// ([`command_argv`](Self::command_argv));
-    /// with a [`pid_file`](Self::pid_file), that argv after [`group::group_argv`]'s wrapper.
-    pub fn effective_argv(&self) -> Vec<String> {
-        let argv = self.command_argv();
-        match &self.pid_file {
-            Some(file) => group::group_argv(file, &argv),
-            None => argv,
-        }
-    }
-
-    /// The argv of the command itself (the original's whole argv): with stdin,
-    /// `/bin/sh -c "head -c <bytes> | { <quoted argv>; s=$?; cat >/dev/null; exit $s; }"`.
-    ///
-    /// The original's is `head -c <bytes> | <quoted argv>`. The `cat` after the command reads
-    /// whatever of the `<bytes>` it left (bounded: `head -c` ends the pipe after them), and the
-    /// exit status is the command's. Without it, a command that exits before reading all of its
-    /// stdin makes `head -c` die of `SIGPIPE`, nothing reads the rest, and on a real node
-    /// (containerd) the exec's stdin copy blocks and the status frame never comes: the execute
-    /// hangs until its timeout (docs/wire-parity.md).
-    fn command_argv(&self) -> Vec<String> {
-        if self.stdin.is_empty() {
-            return self.argv.clone();
-        }
-        let quoted: Vec<String> = self.argv.iter().map(|a| sh_quote(a)).collect();
-        vec![
-            "/bin/sh".into(),
-            "-c".into(),
-            format!(
-                "head -c {} | {{ {}; s=$?; cat >/dev/null; exit $s; }}",
-                self.stdin.len(),
-                quoted.join(" ")
-            ),
-        ]
-    }
-}
-
-/// `{exitCode, stdout, stderr}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExecOutput {
-    pub exit_code: i64,
-    pub stdout: String,
-    pub stderr: String,
-    /// Whether [`ExecRequest::keep_tail_bytes`] cut the head off either stream.
-    pub truncated: bool,
-}
-
-/// Where live output goes: each decoded chunk, in order. The concatenation of the chunks of a
-/// stream is exactly the returned text of that stream.
-///
-/// The channel is bounded ([`OUTPUT_TAP_CAPACITY`]): when its receiver falls behind, the reader
-/// waits for room before it reads more, so a slow host slows the exec's stream (kube-rs's
-/// 64 KiB pipe fills, the websocket stops being read, TCP pushes back on the pod) instead of
-/// output piling up in memory. A dropped receiver only stops the tap.
-pub type OutputTap = mpsc::Sender<(OutputStream, String)>;
-
-/// The receiving end of an [`OutputTap`].
-pub type OutputTapReceiver = mpsc::Receiver<(OutputStream, String)>;
-
-/// How many chunks (each at most [`READ_CHUNK_BYTES`]) an [`OutputTap`] holds.
-pub const OUTPUT_TAP_CAPACITY: usize = 8;
-
-/// The most bytes of each output stream an execute result keeps: the tail, as CreateOS keeps
-/// it. The host drops a reply line over 128 Mi characters (its JSON-RPC line limit), and JSON can
-/// write one byte of output as six characters (`\u0001`), so two streams of 8 MiB stay under
-/// it whatever they hold. The live output still carries every byte; a cut result says
-/// `metadata.outputTruncated: true`.
-pub const RESULT_TAIL_BYTES: usize = 8 * 1024 * 1024;
-
-/// The most bytes one read of an output stream takes (kube-rs's pipe holds no more either).
-pub const READ_CHUNK_BYTES: usize = 64 * 1024;
-
-/// A bounded tap and its receiver.
-pub fn output_tap() -> (OutputTap, OutputTapReceiver) {
-    mpsc::channel(OUTPUT_TAP_CAPACITY)
-}
-
-/// Test-visible progress of the output readers (feature `testing`): the bytes they have taken
-/// from exec streams, and how often a full tap made one wait. Process-wide counters.
+// The types and texts of an exec, where its callers have always found them.
+pub use super::request::{
+    AGENT_CONTAINER, ExecOutput, ExecRequest, OUTPUT_TAP_CAPACITY, OutputTap, OutputTapReceiver,
+    READ_CHUNK_BYTES, RESULT_TAIL_BYTES, StreamingIo, StreamingOutput, decode_output,
+    exec_cap_message, exec_timeout_message, output_tap, streaming_stderr_cap_message,
+    streaming_timeout_message,
+};
 #[cfg(feature = "testing")]
-pub mod probe {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use tokio::sync::Notify;
-
-    static BYTES_TAKEN: AtomicU64 = AtomicU64::new(0);
-    static TAP_WAITS: AtomicU64 = AtomicU64::new(0);
-    static CHANGED: Notify = Notify::const_new();
-
-    /// Bytes read from the stdout/stderr of buffered execs so far.
-    pub fn bytes_taken() -> u64 {
-        BYTES_TAKEN.load(Ordering::SeqCst)
-    }
-
-    /// How many times a reader found its tap full and waited for the receiver.
-    pub fn tap_waits() -> u64 {
-        TAP_WAITS.load(Ordering::SeqCst)
-    }
-
-    /// Resolves after the next change of either counter (enable it before checking them).
-    pub fn changed() -> tokio::sync::futures::Notified<'static> {
-        CHANGED.notified()
-    }
-
-    pub(super) fn took(n: usize) {
-        BYTES_TAKEN.fetch_add(n as u64, Ordering::SeqCst);
-        CHANGED.notify_waiters();
-    }
-
-    pub(super) fn waited() {
-        TAP_WAITS.fetch_add(1, Ordering::SeqCst);
-        CHANGED.notify_waiters();
-    }
-}
-
-/// The message of an `execInPod` whose watchdog fired before the status frame came (A32 in the
-/// error reference).
-pub fn exec_timeout_message(timeout_ms: u64, pod: &str, container: &str, cmd0: &str) -> String {
-    format!(
-        "execInPod timed out after {timeout_ms}ms (pod={pod}, container={container}, cmd0={cmd0}). The WebSocket likely dropped before the command produced a status frame."
-    )
-}
-
-/// The message of an `execInPodStreaming` whose watchdog fired before the status frame came (A35 in
-/// the error reference).
-pub fn streaming_timeout_message(
-    timeout_ms: u64,
-    pod: &str,
-    container: &str,
-    cmd0: &str,
-) -> String {
-    format!(
-        "execInPodStreaming timed out after {timeout_ms}ms (pod={pod}, container={container}, cmd0={cmd0}). The WebSocket likely dropped before the command produced a status frame."
-    )
-}
-
-/// The message of an `execInPod` whose stdout or stderr outgrew its buffer cap (A33 / A34 in the
-/// error reference).
-pub fn exec_cap_message(stream: OutputStream, cap: u64, pod: &str, container: &str) -> String {
-    format!(
-        "execInPod {} exceeded the {cap}-byte cap (pod={pod}, container={container}); the sandbox produced more output than the buffer allows.",
-        stream.as_str()
-    )
-}
-
-/// The message of an `execInPodStreaming` whose stderr outgrew its buffer cap (A36 in the error
-/// reference).
-pub fn streaming_stderr_cap_message(cap: u64, pod: &str, container: &str) -> String {
-    format!(
-        "execInPodStreaming stderr exceeded the {cap}-byte cap (pod={pod}, container={container}); the sandbox produced more diagnostics than the buffer allows."
-    )
-}
-
-/// What an exec whose connection ended without a status frame fails with. The original attaches
-/// no close listener, so it notices a dropped socket only when its watchdog fires, and reports
-/// the watchdog's message (A32/A35): this waits for the watchdog too (kube-rs would tell at once),
-/// so the host sees the same message at the same time. Without a watchdog (`timeout_ms` 0) there
-/// is nothing to wait for: the timeout message comes at once.
-async fn until_watchdog(timeout_ms: u64, timed_out: impl FnOnce() -> Error) -> Error {
-    if timeout_ms > 0 {
-        // `with_watchdog` around the exec ends this wait with its own error.
-        std::future::pending::<()>().await;
-    }
-    timed_out()
-}
-
-/// The exit code of a status frame: `Success` → 0; an `ExitCode` cause → its number (1 when
-/// it is not a number); anything else → 1.
-pub fn exit_code_from_status(status: &Status) -> i64 {
-    if status.status.as_deref() == Some("Success") {
-        return 0;
-    }
-    status
-        .details
-        .as_ref()
-        .and_then(|d| d.causes.as_ref())
-        .and_then(|causes| {
-            causes
-                .iter()
-                .find(|c| c.reason.as_deref() == Some("ExitCode"))
-        })
-        .map_or(1, |cause| {
-            let message = cause.message.as_deref().unwrap_or_default();
-            message.trim().parse::<i64>().unwrap_or(1)
-        })
-}
-
-/// Sends one chunk to the tap, waiting while it is full (backpressure).
-async fn tap_send(tap: &OutputTap, item: (OutputStream, String)) {
-    #[cfg(feature = "testing")]
-    let item = match tap.try_send(item) {
-        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
-        Err(mpsc::error::TrySendError::Full(item)) => {
-            probe::waited();
-            item
-        }
-    };
-    // A closed tap (the receiver is gone) only stops the live output.
-    let _ = tap.send(item).await;
-}
-
-/// Reads one output stream to its end: counts bytes against `cap` and accumulates them; with
-/// a tap, each read is also decoded (keeping split characters whole) and sent, before the next
-/// read. The bytes are kept once; [`decode_output`] turns them into the returned text.
-async fn collect_stream<R: AsyncRead + Unpin>(
-    reader: Option<R>,
-    stream: OutputStream,
-    cap: Option<u64>,
-    cap_error: impl Fn(u64) -> Error,
-    tap: Option<&OutputTap>,
-) -> Result<Vec<u8>, Error> {
-    collect_tail(reader, stream, cap, cap_error, tap, None)
-        .await
-        .map(|(bytes, _)| bytes)
-}
-
-/// [`collect_stream`], keeping only the last `keep_tail` bytes (if given) in memory, in one
-/// [`OutputTail`]: the head is dropped as reading goes (the tap has already had it), so a 1 GiB
-/// output costs the tail and one read chunk. Returns the bytes and whether a head was dropped; a
-/// kept tail starts at a character boundary.
-async fn collect_tail<R: AsyncRead + Unpin>(
-    reader: Option<R>,
-    stream: OutputStream,
-    cap: Option<u64>,
-    cap_error: impl Fn(u64) -> Error,
-    tap: Option<&OutputTap>,
-    keep_tail: Option<usize>,
-) -> Result<(Vec<u8>, bool), Error> {
-    let Some(mut reader) = reader else {
-        return Ok((Vec::new(), false));
-    };
-    let mut taken: u64 = 0;
-    // The whole stream without a tail; with one, each read, before it goes into the tail.
-    let mut bytes: Vec<u8> = Vec::new();
-    let mut tail = keep_tail.map(OutputTail::new);
-    let mut chunker = tap.map(|_| Utf8Decoder::keeping_bom());
-    loop {
-        if tail.is_some() {
-            bytes.clear();
-        }
-        let start = bytes.len();
-        if bytes.capacity() - start < READ_CHUNK_BYTES {
-            bytes.reserve(READ_CHUNK_BYTES);
-        }
-        // At most one chunk per read, straight into the buffer.
-        let n = (&mut reader)
-            .take(READ_CHUNK_BYTES as u64)
-            .read_buf(&mut bytes)
-            .await
-            .map_err(|e| Error::Transport(e.to_string()))?;
-        #[cfg(feature = "testing")]
-        probe::took(n);
-        taken += n as u64;
-        if let Some(cap) = cap
-            && taken > cap
-        {
-            return Err(cap_error(cap));
-        }
-        if let (Some(tap), Some(chunker)) = (tap, chunker.as_mut()) {
-            let chunk = if n == 0 {
-                chunker.finish()
-            } else {
-                chunker.decode(&bytes[start..])
-            };
-            if !chunk.is_empty() {
-                tap_send(tap, (stream, chunk)).await;
-            }
-        }
-        if let Some(tail) = tail.as_mut() {
-            tail.push(&bytes[start..]);
-        }
-        if n == 0 {
-            return Ok(match tail {
-                Some(tail) => tail.finish(),
-                None => {
-                    bytes.shrink_to_fit();
-                    (bytes, false)
-                }
-            });
-        }
-    }
-}
-
-/// The text of a whole output stream: its bytes decoded once, as [`Utf8Decoder::keeping_bom`]
-/// decodes them (so it is exactly the concatenation of the tapped chunks). Valid UTF-8, the
-/// usual case, becomes the string without a copy.
-pub fn decode_output(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(err) => {
-            let bytes = err.into_bytes();
-            let mut decoder = Utf8Decoder::keeping_bom();
-            let mut text = String::with_capacity(bytes.len() + 16);
-            for piece in bytes.chunks(READ_CHUNK_BYTES) {
-                text.push_str(&decoder.decode(piece));
-            }
-            text.push_str(&decoder.finish());
-            text
-        }
-    }
-}
-
-/// Runs `fut` under the watchdog (`0` = none).
-async fn with_watchdog<T>(
-    timeout_ms: u64,
-    on_timeout: impl FnOnce() -> Error,
-    fut: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    if timeout_ms == 0 {
-        return fut.await;
-    }
-    match tokio::time::timeout(Duration::from_millis(timeout_ms), fut).await {
-        Ok(result) => result,
-        Err(_) => Err(on_timeout()),
-    }
-}
-
-fn attach_params(container: &str, stdin: bool) -> AttachParams {
-    AttachParams::default()
-        .container(container)
-        .stdin(stdin)
-        .stdout(true)
-        .stderr(true)
-        .tty(false)
-        .max_stdin_buf_size(64 * 1024)
-        .max_stdout_buf_size(READ_CHUNK_BYTES)
-        .max_stderr_buf_size(READ_CHUNK_BYTES)
-}
-
-async fn connect(
-    client: &kube::Client,
-    redactor: &Redactor,
-    namespace: &str,
-    pod: &str,
-    argv: &[String],
-    params: &AttachParams,
-) -> Result<AttachedProcess, Error> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    pods.exec(pod, argv.to_vec(), params)
-        .await
-        .map_err(|err| api_error_from_kube(err, redactor))
-}
-
-/// The status frame, or the connection-closed error.
-/// Waits for the I/O to finish and the status frame. The status channel also tells when the
-/// connection ended without a status (kube-rs then drops its sender): that fails at once, as the
-/// output streams may never see their end in that case.
-async fn complete<T, Closed: Future<Output = Error>>(
-    status: Option<impl Future<Output = Option<Status>>>,
-    io: impl Future<Output = Result<T, Error>>,
-    closed: impl FnOnce() -> Closed,
-) -> Result<(T, Status), Error> {
-    let Some(status) = status else {
-        return Err(closed().await);
-    };
-    tokio::pin!(status);
-    tokio::pin!(io);
-    tokio::select! {
-        biased;
-        result = &mut io => {
-            let value = result?;
-            match status.await {
-                Some(status) => Ok((value, status)),
-                None => Err(closed().await),
-            }
-        }
-        status = &mut status => {
-            match status {
-                Some(status) => Ok((io.await?, status)),
-                None => Err(closed().await),
-            }
-        }
-    }
-}
+pub use super::wire::probe;
 
 /// `execInPod`: runs `request` to completion (status frame and both streams ended) and returns
 /// the exit code and the whole output. `tap` receives output chunks as they arrive.
@@ -519,52 +109,6 @@ pub async fn exec_in_pod(
         }
         (outcome, _) => outcome,
     }
-}
-
-/// The kill exec: signals the group recorded in `pid_file` ([`group::kill_argv`]), bounded
-/// by [`group::KILL_EXEC_TIMEOUT_MS`]. Its own outcome changes nothing: the exec it cleans up
-/// after has already failed, and it has no message of its own to log, so a failed kill exec is
-/// ignored (docs/limits.md).
-async fn end_group(client: &kube::Client, redactor: &Redactor, failed: &ExecRequest, file: &str) {
-    let mut kill = ExecRequest::new(&failed.namespace, &failed.pod, group::kill_argv(file));
-    kill.container = failed.container.clone();
-    kill.timeout_ms = group::KILL_EXEC_TIMEOUT_MS;
-    let _ = Box::pin(exec_in_pod(client, redactor, &kill, None)).await;
-}
-
-/// Runs the output readers while the stdin `write` goes on beside them: the output decides when
-/// this is done. A stdin write that fails while the output still flows ends nothing either (the
-/// command may well have stopped reading); a connection that closed shows in the status.
-async fn with_input<T>(
-    write: impl Future<Output = Result<(), Error>>,
-    output: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    tokio::pin!(write);
-    tokio::pin!(output);
-    let mut writing = true;
-    loop {
-        tokio::select! {
-            result = &mut output => return result,
-            _ = &mut write, if writing => writing = false,
-        }
-    }
-}
-
-/// The I/O of one streaming exec (`execInPodStreaming`).
-pub struct StreamingIo<'a> {
-    /// Piped into the exec's stdin; its end is not signalled to the pod.
-    pub stdin: Option<Box<dyn AsyncRead + Send + Unpin + 'a>>,
-    /// Receives stdout; flushed and shut down before the exec completes. `None` drains it.
-    pub stdout: Option<Box<dyn AsyncWrite + Send + Unpin + 'a>>,
-    pub timeout_ms: u64,
-    pub max_stderr_bytes: Option<u64>,
-}
-
-/// `{exitCode, stderr}` of a streaming exec.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamingOutput {
-    pub exit_code: i64,
-    pub stderr: String,
 }
 
 /// `execInPodStreaming`: the argv is sent as it is (the callers' scripts carry their own
@@ -654,8 +198,23 @@ pub async fn exec_in_pod_streaming(
     .await
 }
 
+/// The kill exec: signals the group recorded in `pid_file` ([`group::kill_argv`]), bounded
+/// by [`group::KILL_EXEC_TIMEOUT_MS`]. Its own outcome changes nothing: the exec it cleans up
+/// after has already failed, and it has no message of its own to log, so a failed kill exec is
+/// ignored (docs/limits.md).
+async fn end_group(client: &kube::Client, redactor: &Redactor, failed: &ExecRequest, file: &str) {
+    let mut kill = ExecRequest::new(&failed.namespace, &failed.pod, group::kill_argv(file));
+    kill.container = failed.container.clone();
+    kill.timeout_ms = group::KILL_EXEC_TIMEOUT_MS;
+    let _ = Box::pin(exec_in_pod(client, redactor, &kill, None)).await;
+}
+
 #[cfg(test)]
 mod tests {
+    use js_compat::utf8::Utf8Decoder;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+    use tokio::io::AsyncRead;
+
     use super::*;
     use serde_json::json;
 

@@ -35,19 +35,30 @@
 //!
 //! # Layout
 //!
-//! - `provider`: [`KubernetesProvider`], the per-worker provider object and its state;
-//! - [`hooks`]: the hooks, one file per family (lease, execute, sync, login), the config stage
-//!   each starts with, and the hook table (`sandbox_core::Provider`) the addon drives;
-//! - [`config`]: the zod-exact config schema and the adapter defaults;
-//! - [`lease`]: what a lease is decided from before the cluster (acquire's prechecks, the
-//!   bounded deadline, the tenant namespace, egress warnings) and the in-worker lease state;
-//! - [`builders`]: every object the provider creates, as pure functions;
-//! - [`cluster`]: everything that talks to the Kubernetes API (the boundary trait, the kube-rs
-//!   client and credentials, the connector, the per-hook bound, the orchestration steps, and
-//!   the scripted test cluster behind the `testing` feature);
-//! - [`exec`]: commands in a pod over the exec websocket (buffered, streaming, tty);
-//! - [`sync`]: native file sync (tar streams both ways, confined to the workspace);
-//! - [`login`]: the login-PTY sessions of a worker.
+//! The modules form a tree in layers; a module refers only to modules in lower layers (or to
+//! a peer in its own layer where that makes no cycle). `tests/module_tree.rs` checks it, with
+//! sandbox-core's `module_graph`, along with the size limits (no file over 600 lines, no
+//! function over 120). Top to bottom:
+//!
+//! 1. [`hooks`]: the hooks, one file per family (`lifecycle`: probe, acquire, resume, release,
+//!    destroy, realize workspace, shutdown; `execute`; `sync`; `login`), the config stage each
+//!    starts with, and the hook table (`sandbox_core::Provider`) the addon drives.
+//! 2. `provider`: [`KubernetesProvider`], the per-worker provider object and its state (the
+//!    connector, the clock, the lease state, the login manager, the Sandbox API versions).
+//! 3. [`lease`]: what a lease is decided from before the cluster (acquire's prechecks, the
+//!    bounded deadline, the tenant namespace, egress warnings), the in-worker lease state, and
+//!    the shared lease access of every hook family: [`lease::LeaseView`], [`lease::connect`] and
+//!    the [`lease::Connection`] to a lease's cluster. Beside it, [`login`] (the login-PTY
+//!    sessions) and [`sync`] (native file sync: tar streams both ways, confined to the
+//!    workspace).
+//! 4. [`exec`]: commands in a pod over the exec websocket (buffered, streaming, tty) and the
+//!    [`exec::PodExec`] the hooks run them through.
+//! 5. [`cluster`]: everything that talks to the Kubernetes API (the boundary trait, the kube-rs
+//!    client and credentials, the per-hook bound, the orchestration steps, and the scripted test
+//!    cluster behind the `testing` feature).
+//! 6. [`builders`] (every object the provider creates, as pure functions), [`config`] (the
+//!    zod-exact config schema and the adapter defaults) and [`error`] (the crate's one error
+//!    type, [`Error`], converted to `sandbox_core::ProviderError` at the hooks).
 //!
 //! The JavaScript semantics the original's behaviour depends on (truthiness, `Number#toString`,
 //! `Date.parse`, `JSON.stringify`, ...) come from the `js-compat` crate.

@@ -239,7 +239,7 @@ mod tests {
         let err = Error::Aggregate {
             message: DESTROY_LEASE_FAILED,
             errors: vec![
-                Error::new(500, "boom").into(),
+                Error::new(500, "boom"),
                 Error::Failed("release failed".into()),
             ],
         };

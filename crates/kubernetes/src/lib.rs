@@ -40,7 +40,7 @@
 //! sandbox-core's `module_graph`, along with the size limits (no file over 600 lines, no
 //! function over 120). Top to bottom:
 //!
-//! 1. [`hooks`]: the hooks, one file per family (`lifecycle`: probe, acquire, resume, release,
+//! 1. [`hooks`]: the hooks, one file per family (`acquire`; `lifecycle`: probe, resume, release,
 //!    destroy, realize workspace, shutdown; `execute`; `sync`; `login`), the config stage each
 //!    starts with, and the hook table (`sandbox_core::Provider`) the addon drives.
 //! 2. `provider`: [`KubernetesProvider`], the per-worker provider object and its state (the

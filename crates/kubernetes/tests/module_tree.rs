@@ -68,8 +68,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "config/schema.rs fn provider_config_fields",
     "config/zod/issue.rs fn default_error_message",
     "hooks/execute.rs fn execute",
-    "hooks/lifecycle.rs file",
-    "hooks/lifecycle.rs fn acquire_unbounded",
 ];
 
 /// `path: N lines` → `path file`; `path:line fn name: N lines` → `path fn name`.

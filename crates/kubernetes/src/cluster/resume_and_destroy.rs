@@ -150,7 +150,7 @@ async fn check_sandbox_resumable<C: ClusterApi + ?Sized>(
         Err(err) if err.is_not_found() => {
             return Ok(ResumeCheckResult::not_resumable(pod_gone_reason(&pod_name)));
         }
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(err),
     };
     let phase = prop_nullish(prop_nullish(Some(&pod), "status"), "phase");
     let terminating = value::truthy(
@@ -237,12 +237,12 @@ pub async fn destroy_lease_resources_trying_versions<C: ClusterApi + ?Sized>(
     if let Some(pod_name) = lease.pod_name.as_deref().filter(|n| !n.is_empty()) {
         let request = json!({"namespace": namespace, "name": pod_name});
         let deleted = cluster.delete_namespaced_pod(request).await;
-        record_failure(&mut failures, deleted.map(drop).map_err(Into::into));
+        record_failure(&mut failures, deleted.map(drop));
     }
     if let Some(secret_name) = lease.secret_name.as_deref().filter(|n| !n.is_empty()) {
         let request = json!({"namespace": namespace, "name": secret_name});
         let deleted = cluster.delete_namespaced_secret(request).await;
-        record_failure(&mut failures, deleted.map(drop).map_err(Into::into));
+        record_failure(&mut failures, deleted.map(drop));
     }
     match failures.len() {
         0 => Ok(()),

@@ -43,7 +43,7 @@ async fn get_sandbox<C: ClusterApi + ?Sized>(
     name: &str,
 ) -> Result<Value, Error> {
     let request = named_sandbox_request(version, namespace, name);
-    Ok(cluster.get_namespaced_custom_object(request).await?)
+    cluster.get_namespaced_custom_object(request).await
 }
 
 /// `createSandboxCr`: creates the CR and returns its UID.
@@ -131,7 +131,7 @@ pub async fn find_pod_for_sandbox<C: ClusterApi + ?Sized>(
             }
         }
         Err(err) if err.is_not_found() => {}
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(err),
     }
 
     let selector = format!("{SANDBOX_NAME_LABEL}={name}");

@@ -232,12 +232,12 @@ async fn ensure<C: ClusterApi + ?Sized>(
     match cluster.call(read, read_request).await {
         Ok(_) => return Ok(()),
         Err(err) if err.is_not_found() => {}
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(err),
     }
     match cluster.call(create, create_request).await {
         Ok(_) => Ok(()),
         Err(err) if err.is_already_exists() => Ok(()),
-        Err(err) => Err(err.into()),
+        Err(err) => Err(err),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The hooks of [`KubernetesProvider`](crate::KubernetesProvider), one file per hook family, and
 //! the config stage every hook starts with.
 //!
-//! - [`lifecycle`]: probe, acquire, resume, release, destroy, realize workspace, shutdown;
+//! - `acquire`: acquire; [`lifecycle`]: probe, resume, release, destroy, realize workspace, shutdown;
 //! - [`execute`]: a command in the lease's pod (or the job backend's log);
 //! - [`sync`]: native file sync in and out of the lease's pod;
 //! - [`login`]: the login-PTY hooks, over the worker's [`crate::login::LoginPtyManager`];
@@ -13,6 +13,7 @@
 //! `ZodError`. validateConfig (which never reaches the cluster) is here too; health and setup are
 //! on the provider itself.
 
+mod acquire;
 pub mod execute;
 pub mod lifecycle;
 pub mod login;
@@ -33,10 +34,10 @@ use js_compat::value;
 
 pub use crate::exec::EXEC_FLOOR_MS;
 pub use crate::lease::{DEFAULT_REMOTE_CWD, LeaseView};
+pub use acquire::generate_bootstrap_token;
 pub use execute::{EXECUTE_POLL_MS, SANDBOX_POD_UNRESOLVED, sandbox_not_ready_message};
 pub use lifecycle::{
-    ACQUIRE_CLEANUP_INCOMPLETE, PAPERCLIP_SERVER_NAMESPACE, PROBE_FAILED_SUMMARY,
-    generate_bootstrap_token, probe_ok_summary,
+    ACQUIRE_CLEANUP_INCOMPLETE, PAPERCLIP_SERVER_NAMESPACE, PROBE_FAILED_SUMMARY, probe_ok_summary,
 };
 pub use sync::{
     SYNC_POD_UNRESOLVED, SYNC_REQUIRES_LEASE_ID, SYNC_REQUIRES_REMOTE_DIR,

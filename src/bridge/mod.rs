@@ -19,6 +19,8 @@
 //! [`strings`] moves the texts across in one pass each way.
 
 pub(crate) mod caller;
+mod external;
+mod json_text;
 pub mod outcome;
 pub(crate) mod params;
 pub(crate) mod strings;

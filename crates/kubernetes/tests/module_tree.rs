@@ -1,12 +1,12 @@
 //! The crate's shape (issue #31 item 4): its modules form a tree in the layering `lib.rs`
 //! documents, and no file or function has grown past the size a reader can hold at once.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use sandbox_core::module_graph::{cycle_report, module_graph, oversized};
+use sandbox_core::module_graph::{self as shape, MAX_FILE_LINES, MAX_FN_LINES, module_graph};
 
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    shape::src_dir(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The layers of `lib.rs`'s docs, top first: a module may refer to its own layer's peers only
@@ -30,8 +30,7 @@ fn layer_of(module: &str) -> usize {
 
 #[test]
 fn no_module_imports_one_that_imports_it_back() {
-    let report = cycle_report(&src()).unwrap();
-    assert!(report.is_empty(), "module cycles:\n{report}");
+    shape::assert_no_cycles(&src());
 }
 
 #[test]
@@ -61,44 +60,7 @@ fn every_top_level_module_refers_only_downward() {
     );
 }
 
-/// What is still over the limits, by path and item (`file` or `fn name`), until it is split.
-/// The test fails on anything over a limit that is not listed here, and on a listed item that
-/// is no longer over, so the list only shrinks.
-const NOT_YET_SPLIT: &[&str] = &[
-    "config/schema.rs fn provider_config_fields",
-    "config/zod/issue.rs fn default_error_message",
-    "hooks/execute.rs fn execute",
-];
-
-/// `path: N lines` → `path file`; `path:line fn name: N lines` → `path fn name`.
-fn item_of(found: &str) -> String {
-    let (location, _) = found.rsplit_once(": ").unwrap();
-    match location.split_once(' ') {
-        Some((path_line, item)) => {
-            let path = path_line.split(':').next().unwrap();
-            format!("{path} {item}")
-        }
-        None => format!("{location} file"),
-    }
-}
-
 #[test]
 fn no_file_over_600_lines_and_no_function_over_120() {
-    let found = oversized(&src(), 600, 120).unwrap();
-    let items: Vec<String> = found.iter().map(|f| item_of(f)).collect();
-    let new: Vec<&String> = found
-        .iter()
-        .zip(&items)
-        .filter(|(_, item)| !NOT_YET_SPLIT.contains(&item.as_str()))
-        .map(|(f, _)| f)
-        .collect();
-    assert!(new.is_empty(), "too long:\n{new:#?}");
-    let done: Vec<&&str> = NOT_YET_SPLIT
-        .iter()
-        .filter(|item| !items.iter().any(|i| i == *item))
-        .collect();
-    assert!(
-        done.is_empty(),
-        "now within the limits; drop from NOT_YET_SPLIT: {done:?}"
-    );
+    shape::assert_within(&src(), MAX_FILE_LINES, MAX_FN_LINES);
 }

@@ -67,17 +67,11 @@ fn provider_config_fields(
     });
     // z.string().regex(/^[a-z0-9-]{1,32}$/).default("paperclip-")
     let namespace_prefix = object.field("namespacePrefix", cx, |v, p, cx| {
-        with_default(
-            v,
-            || json!("paperclip-"),
-            |v| string(v, p, cx, &[StringCheck::Regex(is_short_dns_fragment, None)]),
-        )
+        with_default(v, || json!("paperclip-"), |v| dns_fragment(v, p, cx))
     });
     // z.string().regex(/^[a-z0-9-]{1,32}$/).optional()
     let company_slug = object.field("companySlug", cx, |v, p, cx| {
-        optional(v, |v| {
-            string(v, p, cx, &[StringCheck::Regex(is_short_dns_fragment, None)])
-        })
+        optional(v, |v| dns_fragment(v, p, cx))
     });
     // z.string().url().optional()
     let image_registry = object.field("imageRegistry", cx, |v, p, cx| {
@@ -89,31 +83,11 @@ fn provider_config_fields(
     let egress_allow_fqdns = object.field("egressAllowFqdns", cx, defaulted_string_list);
     // z.array(z.string().regex(cidrRegex, "Invalid CIDR")).default([])
     let egress_allow_cidrs = object.field("egressAllowCidrs", cx, |v, p, cx| {
-        with_default(
-            v,
-            || json!([]),
-            |v| {
-                array(v, p, cx, |v, p, cx| {
-                    string(
-                        v,
-                        p,
-                        cx,
-                        &[StringCheck::Regex(is_ipv4_cidr_shape, Some(INVALID_CIDR))],
-                    )
-                })
-            },
-        )
+        with_default(v, || json!([]), |v| cidr_list(v, p, cx))
     });
     // z.enum(["cilium", "standard"]).default("standard")
     let egress_mode = object.field("egressMode", cx, |v, p, cx| {
-        with_default(
-            v,
-            || json!("standard"),
-            |v| {
-                enumeration(v, p, cx, &EgressMode::OPTIONS)
-                    .map(|i| [EgressMode::Cilium, EgressMode::Standard][i])
-            },
-        )
+        with_default(v, || json!("standard"), |v| egress_mode(v, p, cx))
     });
     // z.record(z.string().refine(key), z.string().refine(value))
     //   .refine(non-empty).default({app: "paperclip-server"})
@@ -148,30 +122,14 @@ fn provider_config_fields(
     });
     // z.string().default("claude_local").refine(known, {message}): the refinement wraps the
     // default, so it also sees the defaulted value.
-    let adapter_type = object.field("adapterType", cx, |v, p, cx| {
-        let parsed = with_default(v, || json!("claude_local"), |v| string(v, p, cx, &[]));
-        refine(
-            parsed,
-            p,
-            cx,
-            |t| is_known_adapter_type(t),
-            UNKNOWN_ADAPTER_TYPE,
-        )
-    });
+    let adapter_type = object.field("adapterType", cx, adapter_type);
     // adapterRegistrySchema.optional()
     let adapters = object.field("adapters", cx, |v, p, cx| {
         optional(v, |v| adapter_registry(v, p, cx))
     });
     // z.enum(["sandbox-cr", "job"]).default("sandbox-cr")
     let backend = object.field("backend", cx, |v, p, cx| {
-        with_default(
-            v,
-            || json!("sandbox-cr"),
-            |v| {
-                enumeration(v, p, cx, &Backend::OPTIONS)
-                    .map(|i| [Backend::SandboxCr, Backend::Job][i])
-            },
-        )
+        with_default(v, || json!("sandbox-cr"), |v| backend(v, p, cx))
     });
     object.finish(cx, UnknownKeys::Strip, || {
         Some(KubernetesConfig {
@@ -196,6 +154,46 @@ fn provider_config_fields(
             backend: backend?,
         })
     })
+}
+
+/// `z.string().regex(/^[a-z0-9-]{1,32}$/)`: a namespace prefix or company slug.
+fn dns_fragment(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<String> {
+    string(v, p, cx, &[StringCheck::Regex(is_short_dns_fragment, None)])
+}
+
+/// `z.array(z.string().regex(cidrRegex, "Invalid CIDR"))`
+fn cidr_list(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<Vec<String>> {
+    array(v, p, cx, |v, p, cx| {
+        string(
+            v,
+            p,
+            cx,
+            &[StringCheck::Regex(is_ipv4_cidr_shape, Some(INVALID_CIDR))],
+        )
+    })
+}
+
+/// `z.enum(["cilium", "standard"])`
+fn egress_mode(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<EgressMode> {
+    enumeration(v, p, cx, &EgressMode::OPTIONS)
+        .map(|i| [EgressMode::Cilium, EgressMode::Standard][i])
+}
+
+/// `z.enum(["sandbox-cr", "job"])`
+fn backend(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<Backend> {
+    enumeration(v, p, cx, &Backend::OPTIONS).map(|i| [Backend::SandboxCr, Backend::Job][i])
+}
+
+/// `z.string().default("claude_local").refine(known, {message})`.
+fn adapter_type(v: Input<'_>, p: &PathRef<'_>, cx: &mut ParseCtx) -> Parsed<String> {
+    let parsed = with_default(v, || json!("claude_local"), |v| string(v, p, cx, &[]));
+    refine(
+        parsed,
+        p,
+        cx,
+        |t| is_known_adapter_type(t),
+        UNKNOWN_ADAPTER_TYPE,
+    )
 }
 
 /// `z.number().int()` then `.nonnegative()` (`zero_allowed`) or `.positive()`.

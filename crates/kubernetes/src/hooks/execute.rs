@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
 use crate::cluster::api_bound;
 use crate::cluster::{PollOptions, WorkloadOrchestrator};
-use crate::config::Backend;
+use crate::config::{Backend, KubernetesConfig};
 use crate::error::Error;
 use crate::exec::EXEC_FLOOR_MS;
 use crate::exec::ExecRequest;
@@ -55,6 +55,83 @@ fn execute_result(
     Value::Object(result)
 }
 
+/// One execute call past its config stage: the params, the lease it runs in, the connection and
+/// the call's budget. Both backends' steps read it.
+struct Call<'a> {
+    params: &'a Value,
+    connection: &'a Connection,
+    lease: &'a LeaseView<'a>,
+    lease_id: &'a str,
+    namespace: &'a str,
+    grant: &'a ScopedNetworkEgressGrant,
+    /// The params' `timeoutMs`, or the config's pod activity deadline.
+    timeout_ms: u64,
+    sink: &'a dyn HostSink,
+}
+
+impl Call<'_> {
+    /// What is left of the call's budget `elapsed_ms` into it, never below the exec floor.
+    fn budget_left_ms(&self, elapsed_ms: u64) -> u64 {
+        api_bound::remaining_ms(self.timeout_ms, elapsed_ms, EXEC_FLOOR_MS)
+    }
+}
+
+/// The params' `timeoutMs` (rounded up) when positive, else the config's pod activity deadline.
+fn effective_timeout_ms(params: &Value, config: &KubernetesConfig) -> u64 {
+    match params.get("timeoutMs").and_then(Value::as_f64) {
+        Some(ms) if ms > 0.0 => ms.ceil() as u64,
+        _ => (config.pod_activity_deadline_sec * 1000.0) as u64,
+    }
+}
+
+/// The command as asked: `command` trimmed, and `args` each as JS's `String(v)`.
+struct CommandLine {
+    command: String,
+    args: Vec<String>,
+}
+
+impl CommandLine {
+    fn of(params: &Value) -> Self {
+        let command = params
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| string::trim(c).to_string())
+            .unwrap_or_default();
+        let args: Vec<String> = params
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| value::to_string_or_undefined(Some(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self { command, args }
+    }
+
+    /// The script of an `sh -c <script>` call (the fast-upload protocol's only form), read from
+    /// the raw args: a script that is not a string is not one.
+    fn shell_script<'p>(&self, params: &'p Value) -> Option<&'p str> {
+        let raw_args = params.get("args").and_then(Value::as_array);
+        match raw_args.map(Vec::as_slice) {
+            Some([flag, Value::String(script), ..]) if self.command == "sh" && flag == "-c" => {
+                Some(script.as_str())
+            }
+            _ => None,
+        }
+    }
+
+    /// The argv before the env/cwd wrapper: the command with its args, a command line alone
+    /// through a login shell, or a login shell when there is no command.
+    fn into_argv(self) -> Vec<String> {
+        match (self.command.is_empty(), self.args.is_empty()) {
+            (false, false) => std::iter::once(self.command).chain(self.args).collect(),
+            (false, true) => vec!["/bin/sh".into(), "-lc".into(), self.command],
+            (true, _) => vec!["/bin/sh".into(), "-l".into()],
+        }
+    }
+}
+
 impl KubernetesProvider {
     /// `onEnvironmentExecute`. Output is streamed to `sink.execution_log` as it arrives; the
     /// streamed text equals the returned stdout/stderr (before the egress hint is appended).
@@ -71,82 +148,46 @@ impl KubernetesProvider {
         let namespace = lease.namespace(&config, params.get("companyId"))?;
         let (backend, _) = lease.backend(&config);
         let connection = self.connect(&config).await?;
-        let effective_timeout_ms = match params.get("timeoutMs").and_then(Value::as_f64) {
-            Some(ms) if ms > 0.0 => ms.ceil() as u64,
-            _ => (config.pod_activity_deadline_sec * 1000.0) as u64,
+        let call = Call {
+            params,
+            connection: &connection,
+            lease: &lease,
+            lease_id: &lease_id,
+            namespace: &namespace,
+            grant: &grant,
+            timeout_ms: effective_timeout_ms(params, &config),
+            sink,
         };
-        if backend == Backend::Job {
-            return self
-                .execute_job(
-                    &connection,
-                    &lease,
-                    &lease_id,
-                    &namespace,
-                    &grant,
-                    effective_timeout_ms,
-                    sink,
-                )
-                .await;
+        match backend {
+            Backend::Job => self.execute_job(&call).await,
+            Backend::SandboxCr => self.execute_in_sandbox(&call).await,
         }
+    }
 
-        let api = connection.api.as_ref();
+    /// The sandbox-cr backend's execute: the Sandbox Ready (once per lease and worker), its pod,
+    /// then a fast-upload answer or the command itself.
+    async fn execute_in_sandbox(&self, call: &Call<'_>) -> ProviderResult<Value> {
         // A hung API server cannot outlast the call: the lookups before the exec are bounded by the
         // call's budget left (never below the original's exec floor), the readiness wait by its own
-        // timeout below.
-        let lookup_ms =
-            |elapsed| api_bound::remaining_ms(effective_timeout_ms, elapsed, EXEC_FLOOR_MS);
-        let version = self.lease_sandbox_api_version(&connection, &lease);
-        let version = api_bound::with_api_bound(lookup_ms(0), version).await?;
+        // timeout.
+        let version = self.lease_sandbox_api_version(call.connection, call.lease);
+        let version = api_bound::with_api_bound(call.budget_left_ms(0), version).await?;
         let orchestrator = WorkloadOrchestrator::SandboxCr(version);
         let started = self.clock().now_ms();
         let base_metadata = json!({
             "provider": "kubernetes", "backend": "sandbox-cr",
-            "namespace": namespace, "sandboxName": lease_id,
+            "namespace": call.namespace, "sandboxName": call.lease_id,
         });
-        if !self.ready().contains(&lease_id) {
-            let options = PollOptions {
-                timeout_ms: effective_timeout_ms,
-                poll_ms: EXECUTE_POLL_MS,
-            };
-            // The deadline holds even while one of the polls hangs (an API server
-            // that accepts the request and never answers): same result as a readiness timeout.
-            let wait =
-                orchestrator.wait_for_completion(api, self.clock(), &namespace, &lease_id, options);
-            let waited =
-                tokio::time::timeout(std::time::Duration::from_millis(effective_timeout_ms), wait)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Error::SandboxReadyTimeout {
-                            namespace: namespace.clone(),
-                            name: lease_id.clone(),
-                            timeout_ms: effective_timeout_ms,
-                        })
-                    });
-            match waited {
-                Ok(_) => self.ready().insert(&lease_id),
-                Err(Error::SandboxReadyTimeout { .. }) => {
-                    return Ok(execute_result(
-                        Value::Null,
-                        true,
-                        String::new(),
-                        sandbox_not_ready_message(effective_timeout_ms),
-                        base_metadata,
-                    ));
-                }
-                Err(err) => return Err(err.into()),
-            }
+        if !self.wait_until_ready(call, &orchestrator).await? {
+            return Ok(execute_result(
+                Value::Null,
+                true,
+                String::new(),
+                sandbox_not_ready_message(call.timeout_ms),
+                base_metadata,
+            ));
         }
-        let mut pod_name = lease
-            .metadata
-            .and_then(|m| m.get("podName"))
-            .filter(|p| value::truthy(Some(p)))
-            .map(|p| value::to_string_or_undefined(Some(p)));
-        if pod_name.is_none() {
-            let elapsed = self.clock().now_ms().saturating_sub(started);
-            let find = orchestrator.find_pod(api, &namespace, &lease_id);
-            pod_name = api_bound::with_api_bound(lookup_ms(elapsed), find).await?;
-        }
-        let Some(pod_name) = pod_name.filter(|p| !p.is_empty()) else {
+        let Some(pod_name) = self.resolve_pod(call, &orchestrator, started).await? else {
             return Ok(execute_result(
                 json!(1),
                 false,
@@ -158,187 +199,188 @@ impl KubernetesProvider {
         let mut metadata = base_metadata;
         metadata["podName"] = json!(pod_name);
 
-        let command = params
-            .get("command")
-            .and_then(Value::as_str)
-            .map(|c| string::trim(c).to_string())
-            .unwrap_or_default();
-        let args: Vec<String> = params
-            .get("args")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|v| value::to_string_or_undefined(Some(v)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let raw_args = params.get("args").and_then(Value::as_array);
-        let shell_script = match raw_args.map(Vec::as_slice) {
-            Some([flag, Value::String(script), ..]) if command == "sh" && flag == "-c" => {
-                Some(script.as_str())
-            }
-            _ => None,
-        };
-        if let Some(script) = shell_script {
-            match self.uploads().decide(&lease_id, script) {
-                UploadDecision::Ack { .. } => {
-                    metadata["fastUpload"] = json!("ack");
-                    return Ok(execute_result(
-                        json!(0),
-                        false,
-                        String::new(),
-                        String::new(),
-                        metadata,
-                    ));
-                }
-                UploadDecision::Flush {
-                    target_path,
-                    payload,
-                } => {
-                    metadata["fastUpload"] = json!("flush");
-                    let body = js_compat::base64::encode(&payload);
-                    let script = flush_script(&target_path, body.len());
-                    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
-                    let mut request = ExecRequest::new(&namespace, &pod_name, argv);
-                    request.stdin = body.into_bytes();
-                    let elapsed = self.clock().now_ms().saturating_sub(started);
-                    request.timeout_ms = effective_timeout_ms
-                        .saturating_sub(elapsed)
-                        .max(EXEC_FLOOR_MS);
-                    return Ok(match connection.exec.exec(request, None).await {
-                        Ok(output) => {
-                            metadata["uploadedBytes"] = json!(payload.len());
-                            execute_result(
-                                json!(output.exit_code),
-                                false,
-                                output.stdout,
-                                output.stderr,
-                                metadata,
-                            )
-                        }
-                        Err(err) => execute_result(
-                            Value::Null,
-                            true,
-                            String::new(),
-                            format!("fast-upload flush failed: {err}"),
-                            metadata,
-                        ),
-                    });
-                }
-                // 1bbb5810 does not branch on an over-cap `error`: the chunk command runs in
-                // the pod like any other.
-                UploadDecision::Error { .. } | UploadDecision::Passthrough { .. } => {}
+        let command = CommandLine::of(call.params);
+        if let Some(script) = command.shell_script(call.params) {
+            let elapsed_ms = || self.clock().now_ms().saturating_sub(started);
+            let answered = self
+                .answer_fast_upload(call, &pod_name, script, elapsed_ms, &mut metadata)
+                .await;
+            if let Some(result) = answered {
+                return Ok(result);
             }
         }
-        let base_argv: Vec<String> = match (command.is_empty(), args.is_empty()) {
-            (false, false) => std::iter::once(command).chain(args).collect(),
-            (false, true) => vec!["/bin/sh".into(), "-lc".into(), command],
-            (true, _) => vec!["/bin/sh".into(), "-l".into()],
-        };
-        let argv = wrap_command_with_env(&base_argv, params.get("env"), params.get("cwd"));
+        let argv = wrap_command_with_env(
+            &command.into_argv(),
+            call.params.get("env"),
+            call.params.get("cwd"),
+        );
         let elapsed = self.clock().now_ms().saturating_sub(started);
-        let remaining = effective_timeout_ms
-            .saturating_sub(elapsed)
-            .max(EXEC_FLOOR_MS);
-        let mut request = ExecRequest::new(&namespace, &pod_name, argv);
-        request.stdin = params
-            .get("stdin")
-            .and_then(Value::as_str)
-            .map(|s| s.as_bytes().to_vec())
-            .unwrap_or_default();
-        request.timeout_ms = remaining;
-        // Ended (TERM, then KILL) when the deadline passes, instead of running on in the pod.
-        request.pid_file = Some(crate::exec::group::pid_file(&js_compat::uuid::random_uuid()));
-        // The result must fit the host's reply line (128 MiB); the live output has it all.
-        request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
+        let request = command_request(call, &pod_name, argv, call.budget_left_ms(elapsed));
+        Ok(run_command(call, request, metadata).await)
+    }
 
-        // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
-        // stream down instead of letting output queue up here.
-        let (tap, mut chunks) = crate::exec::output_tap();
-        let run = connection.exec.exec(request, Some(tap));
-        let forward = async {
-            while let Some((stream, chunk)) = chunks.recv().await {
-                sink.execution_log(stream, chunk).await;
-            }
+    /// Waits for the lease's Sandbox to be Ready unless this worker has seen it so: `false` when
+    /// it did not turn Ready within the call's timeout.
+    async fn wait_until_ready(
+        &self,
+        call: &Call<'_>,
+        orchestrator: &WorkloadOrchestrator,
+    ) -> ProviderResult<bool> {
+        if self.ready().contains(call.lease_id) {
+            return Ok(true);
+        }
+        let options = PollOptions {
+            timeout_ms: call.timeout_ms,
+            poll_ms: EXECUTE_POLL_MS,
         };
-        let (outcome, ()) = tokio::join!(run, forward);
-        Ok(match outcome {
-            Ok(output) => {
-                let explained = append_exit_status_hint(output.stderr.clone(), output.exit_code);
-                let stderr = append_network_egress_deny_hint(&explained, &grant);
-                // The notes are part of the result's stderr: stream them too, so the streamed
-                // text stays the returned text.
-                if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
-                    && !hint.is_empty()
-                {
-                    sink.execution_log(OutputStream::Stderr, hint.to_string())
-                        .await;
-                }
-                // Only a cut result says so (the original's metadata has no such key).
-                let mut metadata = metadata;
-                if output.truncated {
-                    metadata["outputTruncated"] = json!(true);
-                }
-                execute_result(
-                    json!(output.exit_code),
-                    false,
-                    output.stdout,
-                    stderr,
-                    metadata,
-                )
+        let api = call.connection.api.as_ref();
+        // The deadline holds even while one of the polls hangs (an API server
+        // that accepts the request and never answers): same result as a readiness timeout.
+        let wait = orchestrator.wait_for_completion(
+            api,
+            self.clock(),
+            call.namespace,
+            call.lease_id,
+            options,
+        );
+        let not_ready = || Error::SandboxReadyTimeout {
+            namespace: call.namespace.to_string(),
+            name: call.lease_id.to_string(),
+            timeout_ms: call.timeout_ms,
+        };
+        match api_bound::wait_within(call.timeout_ms, wait, not_ready).await {
+            Ok(_) => {
+                self.ready().insert(call.lease_id);
+                Ok(true)
             }
-            Err(err) => execute_result(
-                Value::Null,
-                true,
-                String::new(),
-                append_network_egress_deny_hint(&err.to_string(), &grant),
-                metadata,
-            ),
-        })
+            Err(Error::SandboxReadyTimeout { .. }) => Ok(false),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// The pod the command runs in: the lease's recorded `podName` when truthy, else the
+    /// Sandbox's pod looked up within the budget left; `None` when neither names one.
+    async fn resolve_pod(
+        &self,
+        call: &Call<'_>,
+        orchestrator: &WorkloadOrchestrator,
+        started: u64,
+    ) -> ProviderResult<Option<String>> {
+        let mut pod_name = call
+            .lease
+            .metadata
+            .and_then(|m| m.get("podName"))
+            .filter(|p| value::truthy(Some(p)))
+            .map(|p| value::to_string_or_undefined(Some(p)));
+        if pod_name.is_none() {
+            let elapsed = self.clock().now_ms().saturating_sub(started);
+            let api = call.connection.api.as_ref();
+            let find = orchestrator.find_pod(api, call.namespace, call.lease_id);
+            pod_name = api_bound::with_api_bound(call.budget_left_ms(elapsed), find).await?;
+        }
+        Ok(pod_name.filter(|p| !p.is_empty()))
+    }
+
+    /// The fast-upload protocol's answer to an `sh -c` script: `Some` result for a chunk (acked
+    /// without running anything) or a flush (the assembled file written in one exec); `None`
+    /// when the command is to run as asked.
+    async fn answer_fast_upload(
+        &self,
+        call: &Call<'_>,
+        pod_name: &str,
+        script: &str,
+        elapsed_ms: impl Fn() -> u64,
+        metadata: &mut Value,
+    ) -> Option<Value> {
+        match self.uploads().decide(call.lease_id, script) {
+            UploadDecision::Ack { .. } => {
+                metadata["fastUpload"] = json!("ack");
+                Some(execute_result(
+                    json!(0),
+                    false,
+                    String::new(),
+                    String::new(),
+                    std::mem::take(metadata),
+                ))
+            }
+            UploadDecision::Flush {
+                target_path,
+                payload,
+            } => {
+                metadata["fastUpload"] = json!("flush");
+                let mut metadata = std::mem::take(metadata);
+                let body = js_compat::base64::encode(&payload);
+                let script = flush_script(&target_path, body.len());
+                let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
+                let mut request = ExecRequest::new(call.namespace, pod_name, argv);
+                request.stdin = body.into_bytes();
+                request.timeout_ms = call.budget_left_ms(elapsed_ms());
+                Some(match call.connection.exec.exec(request, None).await {
+                    Ok(output) => {
+                        metadata["uploadedBytes"] = json!(payload.len());
+                        execute_result(
+                            json!(output.exit_code),
+                            false,
+                            output.stdout,
+                            output.stderr,
+                            metadata,
+                        )
+                    }
+                    Err(err) => execute_result(
+                        Value::Null,
+                        true,
+                        String::new(),
+                        format!("fast-upload flush failed: {err}"),
+                        metadata,
+                    ),
+                })
+            }
+            // 1bbb5810 does not branch on an over-cap `error`: the chunk command runs in
+            // the pod like any other.
+            UploadDecision::Error { .. } | UploadDecision::Passthrough { .. } => None,
+        }
     }
 
     /// The job backend's execute: waits for the Job and reports its whole log as stdout.
-    #[allow(clippy::too_many_arguments)]
-    async fn execute_job(
-        &self,
-        connection: &Connection,
-        lease: &LeaseView<'_>,
-        lease_id: &str,
-        namespace: &str,
-        grant: &ScopedNetworkEgressGrant,
-        effective_timeout_ms: u64,
-        sink: &dyn HostSink,
-    ) -> ProviderResult<Value> {
-        let api = connection.api.as_ref();
+    async fn execute_job(&self, call: &Call<'_>) -> ProviderResult<Value> {
+        let api = call.connection.api.as_ref();
         let orchestrator = WorkloadOrchestrator::Job;
         let options = PollOptions {
-            timeout_ms: effective_timeout_ms,
+            timeout_ms: call.timeout_ms,
             poll_ms: EXECUTE_POLL_MS,
         };
         // A hung status poll ends the wait on its timeout like a Job still running;
         // the pod lookup and the log read after it share what is left (at least the exec floor).
         let started = self.clock().now_ms();
-        let wait =
-            orchestrator.wait_for_completion(api, self.clock(), namespace, lease_id, options);
+        let wait = orchestrator.wait_for_completion(
+            api,
+            self.clock(),
+            call.namespace,
+            call.lease_id,
+            options,
+        );
         let job_timeout = || Error::JobTimeout {
-            namespace: namespace.to_string(),
-            name: lease_id.to_string(),
-            timeout_ms: effective_timeout_ms,
+            namespace: call.namespace.to_string(),
+            name: call.lease_id.to_string(),
+            timeout_ms: call.timeout_ms,
         };
-        let status = match api_bound::wait_within(effective_timeout_ms, wait, job_timeout).await {
+        let status = match api_bound::wait_within(call.timeout_ms, wait, job_timeout).await {
             Ok(status) => Some(status),
             Err(Error::JobTimeout { .. }) => None,
             Err(err) => return Err(err.into()),
         };
         let elapsed = self.clock().now_ms().saturating_sub(started);
-        let after_wait_ms = api_bound::remaining_ms(effective_timeout_ms, elapsed, EXEC_FLOOR_MS);
-        let (pod_name, log) = api_bound::with_api_bound(after_wait_ms, async {
-            let pod_name = match lease.metadata.and_then(|m| m.get("podName")) {
+        let (pod_name, log) = api_bound::with_api_bound(call.budget_left_ms(elapsed), async {
+            let pod_name = match call.lease.metadata.and_then(|m| m.get("podName")) {
                 Some(Value::String(name)) => Some(name.clone()),
-                _ => orchestrator.find_pod(api, namespace, lease_id).await?,
+                _ => {
+                    orchestrator
+                        .find_pod(api, call.namespace, call.lease_id)
+                        .await?
+                }
             };
             let log = match pod_name.as_deref().filter(|p| !p.is_empty()) {
-                Some(pod) => orchestrator.read_logs(api, namespace, pod).await?,
+                Some(pod) => orchestrator.read_logs(api, call.namespace, pod).await?,
                 None => None,
             };
             Ok::<_, Error>((pod_name, log))
@@ -346,7 +388,9 @@ impl KubernetesProvider {
         .await?;
         let mut stdout = String::new();
         if let Some(log) = log {
-            sink.execution_log(OutputStream::Stdout, log.clone()).await;
+            call.sink
+                .execution_log(OutputStream::Stdout, log.clone())
+                .await;
             stdout = log;
         }
         let timed_out = status.is_none();
@@ -360,11 +404,83 @@ impl KubernetesProvider {
             exit_code,
             timed_out,
             stdout,
-            append_network_egress_deny_hint("", grant),
+            append_network_egress_deny_hint("", call.grant),
             json!({
-                "provider": "kubernetes", "backend": "job", "namespace": namespace,
-                "jobName": lease_id, "podName": pod_name, "phase": phase,
+                "provider": "kubernetes", "backend": "job", "namespace": call.namespace,
+                "jobName": call.lease_id, "podName": pod_name, "phase": phase,
             }),
         ))
+    }
+}
+
+/// The command's exec: the wrapped argv, the params' `stdin`, the budget left, a pid file so a
+/// command past its deadline is ended, and the result's tail cap.
+fn command_request(
+    call: &Call<'_>,
+    pod_name: &str,
+    argv: Vec<String>,
+    timeout_ms: u64,
+) -> ExecRequest {
+    let mut request = ExecRequest::new(call.namespace, pod_name, argv);
+    request.stdin = call
+        .params
+        .get("stdin")
+        .and_then(Value::as_str)
+        .map(|s| s.as_bytes().to_vec())
+        .unwrap_or_default();
+    request.timeout_ms = timeout_ms;
+    // Ended (TERM, then KILL) when the deadline passes, instead of running on in the pod.
+    request.pid_file = Some(crate::exec::group::pid_file(&js_compat::uuid::random_uuid()));
+    // The result must fit the host's reply line (128 MiB); the live output has it all.
+    request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
+    request
+}
+
+/// Runs the command, forwarding its output to the host as it arrives, and makes the result:
+/// stderr with the exit-status and egress notes (streamed too), or a failed exec as timed out.
+async fn run_command(call: &Call<'_>, request: ExecRequest, metadata: Value) -> Value {
+    // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
+    // stream down instead of letting output queue up here.
+    let (tap, mut chunks) = crate::exec::output_tap();
+    let run = call.connection.exec.exec(request, Some(tap));
+    let forward = async {
+        while let Some((stream, chunk)) = chunks.recv().await {
+            call.sink.execution_log(stream, chunk).await;
+        }
+    };
+    let (outcome, ()) = tokio::join!(run, forward);
+    match outcome {
+        Ok(output) => {
+            let explained = append_exit_status_hint(output.stderr.clone(), output.exit_code);
+            let stderr = append_network_egress_deny_hint(&explained, call.grant);
+            // The notes are part of the result's stderr: stream them too, so the streamed
+            // text stays the returned text.
+            if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
+                && !hint.is_empty()
+            {
+                call.sink
+                    .execution_log(OutputStream::Stderr, hint.to_string())
+                    .await;
+            }
+            // Only a cut result says so (the original's metadata has no such key).
+            let mut metadata = metadata;
+            if output.truncated {
+                metadata["outputTruncated"] = json!(true);
+            }
+            execute_result(
+                json!(output.exit_code),
+                false,
+                output.stdout,
+                stderr,
+                metadata,
+            )
+        }
+        Err(err) => execute_result(
+            Value::Null,
+            true,
+            String::new(),
+            append_network_egress_deny_hint(&err.to_string(), call.grant),
+            metadata,
+        ),
     }
 }

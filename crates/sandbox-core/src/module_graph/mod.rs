@@ -9,10 +9,13 @@
 //! (a glob import or a macro can hide an edge), but it sees every written path, which is what
 //! keeps the layering honest.
 //!
+//! A crate's shape test is two calls:
+//!
 //! ```ignore
-//! let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-//! let report = sandbox_core::module_graph::cycle_report(&src).unwrap();
-//! assert!(report.is_empty(), "{report}");
+//! use sandbox_core::module_graph::{self as shape, MAX_FILE_LINES, MAX_FN_LINES};
+//! let src = shape::src_dir(env!("CARGO_MANIFEST_DIR"));
+//! shape::assert_no_cycles(&src);
+//! shape::assert_within(&src, MAX_FILE_LINES, MAX_FN_LINES);
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +30,35 @@ use scan::{
     blank_non_code, function_spans, ident_end, is_ident, line_of, parse_tree, skip_ws,
     strongly_connected, word_at,
 };
+
+/// The most lines a provider or core source file may have (issue #31).
+pub const MAX_FILE_LINES: usize = 600;
+/// The most lines a provider or core function may span (issue #31).
+pub const MAX_FN_LINES: usize = 120;
+
+/// The `src` dir of the crate whose manifest dir is `manifest_dir` (the caller's
+/// `env!("CARGO_MANIFEST_DIR")`).
+pub fn src_dir(manifest_dir: &str) -> PathBuf {
+    Path::new(manifest_dir).join("src")
+}
+
+/// Fails (panics, for a test) with [`cycle_report`]'s account when any scope of the crate in
+/// `src` has a module cycle.
+pub fn assert_no_cycles(src: &Path) {
+    let report = cycle_report(src).unwrap_or_else(|e| panic!("reading {}: {e}", src.display()));
+    assert!(report.is_empty(), "module cycles:\n{report}");
+}
+
+/// Fails (panics, for a test) listing every file and function [`oversized`] finds in `src`.
+pub fn assert_within(src: &Path, max_lines: usize, max_fn_lines: usize) {
+    let found = oversized(src, max_lines, max_fn_lines)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", src.display()));
+    assert!(
+        found.is_empty(),
+        "over {max_lines} lines per file or {max_fn_lines} per fn:\n{}",
+        found.join("\n")
+    );
+}
 
 /// A module path, one segment per module, from the crate root (`[]` is `lib.rs`).
 pub type ModulePath = Vec<String>;
@@ -472,6 +504,7 @@ mod tests {
         assert_eq!(graph.cycles(), vec![vec!["a".to_owned(), "b".to_owned()]]);
         let report = cycle_report(&src).unwrap();
         assert!(report.contains("cycle in crate: a, b"), "{report}");
+        assert!(std::panic::catch_unwind(|| assert_no_cycles(&src)).is_err());
         fs::remove_dir_all(&src).unwrap();
     }
 
@@ -525,6 +558,8 @@ mod tests {
             ]
         );
         assert!(oversized(&src, 9, 7).unwrap().is_empty());
+        assert!(std::panic::catch_unwind(|| assert_within(&src, 9, 6)).is_err());
+        assert_within(&src, 9, 7);
         fs::remove_dir_all(&src).unwrap();
     }
 }

@@ -208,15 +208,22 @@ impl Issue {
     }
 }
 
+/// An issue field as JS's `String(v)` (`"undefined"` when absent).
+fn field_text(issue: &Map<String, Value>, key: &str) -> String {
+    issue
+        .get(key)
+        .map(value::to_string)
+        .unwrap_or_else(|| "undefined".into())
+}
+
+/// An issue's boolean field, false when absent.
+fn field_flag(issue: &Map<String, Value>, key: &str) -> bool {
+    issue.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
 /// zod 3's English error map (`locales/en.js`) for the issue codes it knows.
 pub fn default_error_message(issue: &Map<String, Value>) -> String {
-    let text = |key: &str| {
-        issue
-            .get(key)
-            .map(value::to_string)
-            .unwrap_or_else(|| "undefined".into())
-    };
-    let flag = |key: &str| issue.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let text = |key: &str| field_text(issue, key);
     let list = |key: &str| {
         issue
             .get(key)
@@ -268,62 +275,8 @@ pub fn default_error_message(issue: &Map<String, Value>) -> String {
             }
             _ => "Invalid".into(),
         },
-        "too_small" => {
-            let bound = if flag("exact") {
-                "exactly"
-            } else if flag("inclusive") {
-                "at least"
-            } else {
-                ""
-            };
-            let minimum = text("minimum");
-            match text("type").as_str() {
-                "array" => format!(
-                    "Array must contain {} {minimum} element(s)",
-                    if bound.is_empty() { "more than" } else { bound }
-                ),
-                "string" => format!(
-                    "String must contain {} {minimum} character(s)",
-                    if bound.is_empty() { "over" } else { bound }
-                ),
-                "number" => format!(
-                    "Number must be {}{minimum}",
-                    number_bound(issue, "greater than")
-                ),
-                _ => "Invalid input".into(),
-            }
-        }
-        "too_big" => {
-            let maximum = text("maximum");
-            let bound = if flag("exact") {
-                "exactly"
-            } else if flag("inclusive") {
-                "at most"
-            } else {
-                ""
-            };
-            match text("type").as_str() {
-                "array" => format!(
-                    "Array must contain {} {maximum} element(s)",
-                    if bound.is_empty() { "less than" } else { bound }
-                ),
-                "string" => format!(
-                    "String must contain {} {maximum} character(s)",
-                    if bound.is_empty() { "under" } else { bound }
-                ),
-                "number" => {
-                    let bound = if flag("exact") {
-                        "exactly"
-                    } else if flag("inclusive") {
-                        "less than or equal to"
-                    } else {
-                        "less than"
-                    };
-                    format!("Number must be {bound} {maximum}")
-                }
-                _ => "Invalid input".into(),
-            }
-        }
+        "too_small" => too_small_message(issue),
+        "too_big" => too_big_message(issue),
         "custom" => "Invalid input".into(),
         "invalid_intersection_types" => "Intersection results could not be merged".into(),
         "not_multiple_of" => format!("Number must be a multiple of {}", text("multipleOf")),
@@ -332,9 +285,73 @@ pub fn default_error_message(issue: &Map<String, Value>) -> String {
     }
 }
 
+/// zod's `too_small` message: its wording depends on the type and on `exact`/`inclusive`.
+fn too_small_message(issue: &Map<String, Value>) -> String {
+    let text = |key: &str| field_text(issue, key);
+    let flag = |key: &str| field_flag(issue, key);
+    let bound = if flag("exact") {
+        "exactly"
+    } else if flag("inclusive") {
+        "at least"
+    } else {
+        ""
+    };
+    let minimum = text("minimum");
+    match text("type").as_str() {
+        "array" => format!(
+            "Array must contain {} {minimum} element(s)",
+            if bound.is_empty() { "more than" } else { bound }
+        ),
+        "string" => format!(
+            "String must contain {} {minimum} character(s)",
+            if bound.is_empty() { "over" } else { bound }
+        ),
+        "number" => format!(
+            "Number must be {}{minimum}",
+            number_bound(issue, "greater than")
+        ),
+        _ => "Invalid input".into(),
+    }
+}
+
+/// zod's `too_big` message: its wording depends on the type and on `exact`/`inclusive`.
+fn too_big_message(issue: &Map<String, Value>) -> String {
+    let text = |key: &str| field_text(issue, key);
+    let flag = |key: &str| field_flag(issue, key);
+    let maximum = text("maximum");
+    let bound = if flag("exact") {
+        "exactly"
+    } else if flag("inclusive") {
+        "at most"
+    } else {
+        ""
+    };
+    match text("type").as_str() {
+        "array" => format!(
+            "Array must contain {} {maximum} element(s)",
+            if bound.is_empty() { "less than" } else { bound }
+        ),
+        "string" => format!(
+            "String must contain {} {maximum} character(s)",
+            if bound.is_empty() { "under" } else { bound }
+        ),
+        "number" => {
+            let bound = if flag("exact") {
+                "exactly"
+            } else if flag("inclusive") {
+                "less than or equal to"
+            } else {
+                "less than"
+            };
+            format!("Number must be {bound} {maximum}")
+        }
+        _ => "Invalid input".into(),
+    }
+}
+
 /// The `too_small` number wording, which carries its own trailing space.
 fn number_bound(issue: &Map<String, Value>, strict: &str) -> String {
-    let flag = |key: &str| issue.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let flag = |key: &str| field_flag(issue, key);
     if flag("exact") {
         "exactly equal to ".into()
     } else if flag("inclusive") {

@@ -11,6 +11,7 @@ pub mod lease;
 pub mod messages;
 pub mod ndjson;
 pub mod pacer;
+mod params;
 pub mod process;
 mod provider;
 mod session;

@@ -15,11 +15,11 @@ use serde_json::{Value, json};
 use crate::client::{Clients, HostApiKey};
 use crate::config;
 use crate::exec::execute_stream;
-use crate::lease::lease_of;
 use crate::lease::state::{CWD, SessionEntry, WorkerState, metadata_matches};
 use crate::lease::{acquire, probe, release, resume};
 use crate::messages;
 use crate::pacer::Pacer;
+use crate::params::lease_of;
 use js_compat::value;
 
 /// How a provider reaches the API. The defaults are the production ones.

@@ -10,7 +10,7 @@
 //! call *return* `{exitCode: null, timedOut: true, …}` with the output so far; any other abort
 //! fails with `CreateOS command was cancelled.`.
 
-use crate::lease::lease_of;
+use crate::params::lease_of;
 use js_compat::uuid::random_uuid;
 use js_compat::{number, value};
 use reqwest::Method;

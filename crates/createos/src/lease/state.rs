@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use indexmap::IndexMap;
 
-use crate::lease::lease_of;
+use crate::params::lease_of;
 use js_compat::value;
 use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 use serde_json::{Value, json};

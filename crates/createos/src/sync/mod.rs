@@ -26,7 +26,7 @@ mod transfer;
 
 use std::path::{Path, PathBuf};
 
-use crate::lease::lease_of;
+use crate::params::lease_of;
 use js_compat::value;
 use reqwest::Method;
 use sandbox_core::archive::{self, ArchiveError, PackSummary};

@@ -258,7 +258,7 @@ impl<'d> Extraction<'d> {
         let root = &self.root;
         let source_dir = root
             .dir(source_parents, false, 0)
-            // Named after the entry's own parts, as the error of its parent directories is.
+            // The error's path is cut from the entry's own parts, not the link source's.
             .map_err(|e| dir_error(self.dest, place.parts, e, source_parents.len()))?;
         if root.existing(&source_dir, source_name) != (Existing::Other { regular: true }) {
             return Err(ArchiveError::Unsafe);

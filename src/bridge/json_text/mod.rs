@@ -381,49 +381,28 @@ impl Compound<'_> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> WriteResult {
-        self.element(value)
-    }
-    fn end(self) -> WriteResult {
-        self.end_compound()
-    }
+/// The four array-like serde traits, all an element at a time ([`Compound::element`]).
+macro_rules! array_like {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> WriteResult {
+                self.element(value)
+            }
+            fn end(self) -> WriteResult {
+                self.end_compound()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> WriteResult {
-        self.element(value)
-    }
-    fn end(self) -> WriteResult {
-        self.end_compound()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> WriteResult {
-        self.element(value)
-    }
-    fn end(self) -> WriteResult {
-        self.end_compound()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> WriteResult {
-        self.element(value)
-    }
-    fn end(self) -> WriteResult {
-        self.end_compound()
-    }
-}
+array_like!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -439,34 +418,25 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> WriteResult {
-        self.key(key)?;
-        value.serialize(&mut *self.writer)
-    }
-    fn end(self) -> WriteResult {
-        self.end_compound()
-    }
+/// The two struct-like serde traits, all a key and a value at a time.
+macro_rules! object_like {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> WriteResult {
+                self.key(key)?;
+                value.serialize(&mut *self.writer)
+            }
+            fn end(self) -> WriteResult {
+                self.end_compound()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> WriteResult {
-        self.key(key)?;
-        value.serialize(&mut *self.writer)
-    }
-    fn end(self) -> WriteResult {
-        self.end_compound()
-    }
-}
+object_like!(SerializeStruct, SerializeStructVariant);

@@ -258,8 +258,8 @@ impl<'d> Extraction<'d> {
         let root = &self.root;
         let source_dir = root
             .dir(source_parents, false, 0)
-            // The error's path is cut from the entry's own parts, not the link source's.
-            .map_err(|e| dir_error(self.dest, place.parts, e, source_parents.len()))?;
+            // The path named is on the link source's way, where the failure was.
+            .map_err(|e| dir_error(self.dest, &source_parts, e, source_parents.len()))?;
         if root.existing(&source_dir, source_name) != (Existing::Other { regular: true }) {
             return Err(ArchiveError::Unsafe);
         }

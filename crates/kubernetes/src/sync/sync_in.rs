@@ -190,12 +190,7 @@ pub(super) async fn sync_in_directory(
 /// The error of a post-upload command that exited non-zero, with its trimmed stderr if any (A46 in
 /// the error reference).
 pub(super) fn post_upload_failed(output: &StreamingOutput) -> ProviderError {
-    let detail = output.stderr.trim();
-    let suffix = if detail.is_empty() {
-        String::new()
-    } else {
-        format!(": {detail}")
-    };
+    let suffix = super::target::stderr_suffix(output);
     ProviderError::new(format!(
         "Kubernetes post-upload command failed (exit {}){suffix}",
         output.exit_code

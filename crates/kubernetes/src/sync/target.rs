@@ -70,16 +70,21 @@ pub(super) fn failed(label: &str, output: &StreamingOutput) -> ProviderError {
     if let Some(path) = repeated_in_pod(output) {
         return ProviderError::new(repeated_directory_message(path));
     }
-    let detail = output.stderr.trim();
-    let suffix = if detail.is_empty() {
-        String::new()
-    } else {
-        format!(": {detail}")
-    };
+    let suffix = stderr_suffix(output);
     ProviderError::new(format!(
         "Kubernetes {label} failed (exit {}){suffix}",
         output.exit_code
     ))
+}
+
+/// `: <stderr>` (trimmed) for a failed in-pod command's message, or nothing when it wrote none.
+pub(super) fn stderr_suffix(output: &StreamingOutput) -> String {
+    let detail = output.stderr.trim();
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
 }
 
 /// The message of a streamed sync payload that grew past its on-disk size guard (A40 in the error

@@ -56,10 +56,9 @@ struct Extraction<'d> {
     created: HashSet<String>,
 }
 
-/// Where one entry goes: its path's parts, its parent directory's handle and its name there,
+/// Where one entry goes: its parent directory's handle and its name there,
 /// its host path (for errors) and its key (the parts joined by `/`).
 struct Place<'p> {
-    parts: &'p [&'p str],
     parent: OwnedFd,
     name: &'p str,
     target: PathBuf,
@@ -140,7 +139,6 @@ impl<'d> Extraction<'d> {
             .dir(parents, true, 0o777)
             .map_err(|e| dir_error(self.dest, &parts, e, parents.len()))?;
         let place = Place {
-            parts: &parts,
             parent,
             name,
             target,

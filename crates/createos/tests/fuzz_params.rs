@@ -163,14 +163,7 @@ fn params() -> impl Strategy<Value = Value> {
                     json!({ "providerLeaseId": "sb_fuzz", "metadata": metadata }),
                 );
             }
-            for (k, v) in extra {
-                // The config always comes from `config()`: an arbitrary one could name a host.
-                if k != "config" {
-                    params.insert(k, v);
-                }
-            }
-            params.insert("config".into(), config);
-            Value::Object(params)
+            fuzz::params_with(params, extra, config)
         })
 }
 

@@ -198,13 +198,7 @@ fn params() -> impl Strategy<Value = Value> {
                 params.insert("command".into(), json!("true"));
                 params.insert("timeoutMs".into(), json!(2000));
             }
-            for (k, v) in extra {
-                if k != "config" {
-                    params.insert(k, v);
-                }
-            }
-            params.insert("config".into(), config);
-            Value::Object(params)
+            fuzz::params_with(params, extra, config)
         })
 }
 

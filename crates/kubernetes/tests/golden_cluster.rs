@@ -23,24 +23,9 @@ use serde_json::{Map, Value, json};
 
 #[path = "support/golden.rs"]
 mod golden_support;
-use golden_support::assert_groups_pass;
+use golden_support::{CLUSTER_FUNCTIONS, assert_groups_pass};
 
 const VECTORS: &str = "kubernetes/builders.json";
-
-/// The functions this runner covers; the file's other cases are pure builders.
-const CLUSTER_FUNCTIONS: &[&str] = &[
-    "createPerRunSecret",
-    "ensureTenant",
-    "createScopedNetworkEgressPolicy",
-    "createScopedNetworkEgressPolicyOrReleaseWorkload",
-    "getJobStatus",
-    "findPodForJob",
-    "getSandboxCrStatus",
-    "findPodForSandbox",
-    "waitForSandboxReady",
-    "checkLeaseResumable",
-    "destroyLeaseResources",
-];
 
 #[test]
 fn cluster_orchestration_vectors() {

@@ -302,3 +302,20 @@ impl Drop for SyncFixture {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Hook params for a fuzz case: `params`, `extra`'s entries added (but a `config`), and then
+/// `config` as the config: the fuzzer's configs are built to name no real host, and an
+/// arbitrary `config` from `extra` could.
+pub fn params_with(
+    mut params: serde_json::Map<String, Value>,
+    extra: impl IntoIterator<Item = (String, Value)>,
+    config: Value,
+) -> Value {
+    for (key, value) in extra {
+        if key != "config" {
+            params.insert(key, value);
+        }
+    }
+    params.insert("config".into(), config);
+    Value::Object(params)
+}

@@ -32,3 +32,19 @@ pub fn assert_groups_pass<K: Display>(
         failures.join("\n")
     );
 }
+
+/// The cluster-facing functions of `kubernetes/builders.json`, which `golden_cluster.rs` runs
+/// against the scripted cluster; `golden_builders.rs` runs the file's other (pure) functions.
+pub const CLUSTER_FUNCTIONS: &[&str] = &[
+    "createPerRunSecret",
+    "ensureTenant",
+    "createScopedNetworkEgressPolicy",
+    "createScopedNetworkEgressPolicyOrReleaseWorkload",
+    "getJobStatus",
+    "findPodForJob",
+    "getSandboxCrStatus",
+    "findPodForSandbox",
+    "waitForSandboxReady",
+    "checkLeaseResumable",
+    "destroyLeaseResources",
+];

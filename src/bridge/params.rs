@@ -152,8 +152,8 @@ fn internal(what: &str) -> ProviderError {
     ProviderError::new(format!("paperclip-sandbox-native internal error: {what}"))
 }
 
-/// The reader's string, parsed (its form is described in `params_reader.js`). Any
-/// surprise gives `None`, and the params go down the text path.
+/// The reader's string, parsed (its form is described in `caller.js`). Any surprise gives
+/// `None`, which [`from_js`] reports as a failure of the bridge.
 struct Form<'a> {
     text: &'a str,
     at: usize,

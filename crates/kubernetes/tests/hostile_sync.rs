@@ -9,23 +9,13 @@ use std::path::Path;
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kubernetes::KubernetesProvider;
 use sandbox_core::NullSink;
-use sandbox_core::hostile::{ESCAPING_TREES, snapshot};
+use sandbox_core::hostile::{ESCAPING_TREES, assert_links_stay_inside, snapshot};
 use serde_json::json;
 
 #[allow(dead_code)]
 #[path = "support/emulator.rs"]
 mod emulator_support;
 use emulator_support::Lease;
-
-/// Every link under `dest` resolves inside it (or dangles inside it).
-fn links_stay_inside(dest: &Path) {
-    let real = std::fs::canonicalize(dest).unwrap();
-    for (path, what) in snapshot(dest, None) {
-        if let (true, Ok(resolved)) = (what.starts_with("->"), std::fs::canonicalize(&path)) {
-            assert!(resolved.starts_with(&real), "{} escapes", path.display());
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
@@ -109,7 +99,7 @@ async fn a_hostile_pod_cannot_touch_the_host_through_sync_out() {
     assert_eq!(std::fs::read(ok.join("sub/h")).unwrap(), b"a\n");
     assert_eq!(std::fs::read(ok.join("l2")).unwrap(), b"a\n");
     assert!(std::fs::symlink_metadata(ok.join("fifo")).is_err());
-    links_stay_inside(&ok);
+    assert_links_stay_inside(&ok);
 
     // 4. A FIFO as a file source fails at once (it used to block the open until
     //    podActivityDeadlineSec).

@@ -8,6 +8,17 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// Asserts that every link under `dest` resolves inside it (or dangles): what a sync out of a
+/// hostile pod may leave in its destination.
+pub fn assert_links_stay_inside(dest: &Path) {
+    let real = std::fs::canonicalize(dest).expect("the destination resolves");
+    for (path, what) in snapshot(dest, None) {
+        if let (true, Ok(resolved)) = (what.starts_with("->"), std::fs::canonicalize(&path)) {
+            assert!(resolved.starts_with(&real), "{} escapes", path.display());
+        }
+    }
+}
+
 /// Every path under `root` (links not followed), except `skip` and what is under it, with what
 /// it is: `-> target` for a link, `dir` for a directory, a file's bytes and link count (a hard
 /// link made to a host file changes the count). Panics on a tree it cannot read.

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sandbox_core::NullSink;
-use sandbox_core::hostile::{ESCAPING_TREES, snapshot};
+use sandbox_core::hostile::{ESCAPING_TREES, assert_links_stay_inside, snapshot};
 use serde_json::{Value, json};
 
 use crate::harness::{COMPANY, RealLease};
@@ -431,16 +431,6 @@ async fn sync_round_trips_a_50_mib_tree() {
     lease.destroy_and_check_gone().await;
 }
 
-/// Every link under `dest` resolves inside it (or dangles).
-fn links_stay_inside(dest: &Path) {
-    let real = std::fs::canonicalize(dest).unwrap();
-    for (path, what) in snapshot(dest, None) {
-        if let (true, Ok(resolved)) = (what.starts_with("->"), std::fs::canonicalize(&path)) {
-            assert!(resolved.starts_with(&real), "{} escapes", path.display());
-        }
-    }
-}
-
 /// What a root agent can build in a real pod against the host: links escaping the destination
 /// (absolute, `../../..`, a link named `x -> y`, chains confined only as text), a tree to write
 /// through a link left in the destination, hard links and a FIFO, and a FIFO as a file source.
@@ -503,7 +493,7 @@ async fn sync_out_of_hostile_pod_trees_cannot_touch_the_host() {
     assert_eq!(std::fs::read(ok.join("sub/h")).unwrap(), b"a\n");
     assert_eq!(std::fs::read(ok.join("l2")).unwrap(), b"a\n");
     assert!(std::fs::symlink_metadata(ok.join("fifo")).is_err());
-    links_stay_inside(&ok);
+    assert_links_stay_inside(&ok);
 
     // 4. A FIFO as a file source fails at once.
     lease.sh("mkfifo /workspace/pipe").await;

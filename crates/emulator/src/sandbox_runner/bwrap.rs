@@ -146,23 +146,32 @@ impl Bwrap {
             "/dev",
             "--unshare-ipc",
             "--unshare-uts",
-            // Dies (and with it the namespace) if the emulator vanishes without cleaning up.
-            "--die-with-parent",
             "--clearenv",
         ] {
             push(fixed);
         }
         match pid {
             // Own pid namespace: when the command exits, its namespace init dies and the kernel
-            // reaps every leftover background process, like a per-command process tree.
-            PidMode::Own => push("--unshare-pid"),
+            // reaps every leftover background process, like a per-command process tree. It dies
+            // (and with it the namespace) if the emulator vanishes without cleaning up.
+            PidMode::Own => {
+                push("--unshare-pid");
+                push("--die-with-parent");
+            }
             PidMode::OwnReporting { info_fd } => {
                 push("--unshare-pid");
+                push("--die-with-parent");
                 push("--info-fd");
                 push(&info_fd.to_string());
             }
             // Another command's namespace (no reaper of its own: the namespace's init adopts
-            // what the command leaves behind), as `runc exec` joins a container.
+            // what the command leaves behind), as `runc exec` joins a container. Never with
+            // `--die-with-parent`: to enter the namespace bwrap forks an intermediate child that
+            // exits at once, and a command that set its parent-death signal before that child
+            // was gone was SIGKILLed by its exit, after it had run (one `echo ok` in a burst of
+            // 200 execs ended 137 with its output written, the kill traced to the exiting
+            // intermediate). The command dies with the namespace instead, whose holder dies
+            // with the emulator (`PidNamespace`).
             PidMode::Join { ns_fd } => {
                 push("--pidns");
                 push(&ns_fd.to_string());

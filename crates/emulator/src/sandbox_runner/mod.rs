@@ -22,3 +22,6 @@ pub use error::RunnerError;
 pub use exit::{ExitInfo, signal_from_name};
 pub use root::SandboxRoot;
 pub use spawn::{IoMode, LaunchSpec, Launched, LaunchedIo, PidNamespace, ProcessTree, PtyMaster};
+
+#[cfg(test)]
+mod tests;

@@ -16,7 +16,8 @@
 #   KUBE_VERSION=v1.37.2 KUBE_BUILD_JOBS=2 scripts/real-apiserver/build.sh
 #
 # Environment: KUBE_VERSION (default v1.37.2), PAPERCLIP_KUBE_CACHE (default
-# ~/.cache/paperclip-sandbox), KUBE_BUILD_JOBS (go build -p, default 1: ~2 GiB of memory).
+# ~/.cache/paperclip-sandbox), KUBE_BUILD_JOBS (go build -p, default 1: ~2 GiB of memory),
+# PAPERCLIP_KEEP_GO_CACHE (scripts/lib/go-scratch.sh).
 set -euo pipefail
 
 kube_version=${KUBE_VERSION:-v1.37.2}
@@ -70,6 +71,10 @@ if complete; then
   echo "$bin"
   exit 0
 fi
+
+# Scratch Go caches, removed when this script ends (scripts/lib/go-scratch.sh).
+. "$(dirname "$0")/../lib/go-scratch.sh"
+go_scratch_caches "$cache_root"
 
 # The scratch module: one go.mod for every binary of the release, so they share the module graph
 # and the build cache (written afresh for each build: `go mod tidy` is seconds on a warm module

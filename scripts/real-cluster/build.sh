@@ -21,7 +21,7 @@
 #
 # Environment: as scripts/real-apiserver/build.sh (KUBE_VERSION, PAPERCLIP_KUBE_CACHE,
 # KUBE_BUILD_JOBS), AGENT_SANDBOX_VERSION (default v1.0.1; v0.5.0 also resolves) and
-# PAPERCLIP_KEEP_GO_CACHE (below).
+# PAPERCLIP_KEEP_GO_CACHE (scripts/lib/go-scratch.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,18 +38,10 @@ asb_version=${AGENT_SANDBOX_VERSION:-v1.0.1}
 asb_dir="$cache_root/agent-sandbox-$asb_version"
 missing=()
 
-# Go's build and module caches of a Kubernetes build take ~6 GB and are of no use once the
-# binaries are cached by release, so a build uses scratch caches beside those binaries, removed
-# when it ends (or is stopped): a CI machine keeps the binaries, not the Go caches.
-# PAPERCLIP_KEEP_GO_CACHE=1 builds with the usual Go caches instead.
-if [ "$check" = 0 ] && [ -z "${PAPERCLIP_KEEP_GO_CACHE:-}" ]; then
-  mkdir -p "$cache_root"
-  go_scratch=$(mktemp -d "$cache_root/go-scratch.XXXXXX")
-  export GOCACHE="$go_scratch/build" GOMODCACHE="$go_scratch/mod"
-  # the module cache is written read-only: make it writable to remove it
-  trap 'chmod -R u+w "$go_scratch" 2>/dev/null; rm -rf "$go_scratch"' EXIT
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
+# Scratch Go caches for whatever gets built (scripts/lib/go-scratch.sh).
+if [ "$check" = 0 ]; then
+  . "$here/../lib/go-scratch.sh"
+  go_scratch_caches "$cache_root"
 fi
 
 # --- Kubernetes binaries ----------------------------------------------------------------------

@@ -26,7 +26,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::faults::FaultAction;
 use super::kubelet::{self, effective_argv};
-use super::pod_runtime::{ContainerEnv, PodRuntime};
+use super::pod_runtime::{ContainerEnv, PodRuntime, TreeGuard};
 use super::route::{Query, ResourceRequest};
 use super::state::App;
 use super::status::{KubeError, KubeResult};
@@ -39,6 +39,9 @@ const STDERR: u8 = 2;
 const STATUS: u8 = 3;
 const RESIZE: u8 = 4;
 const CLOSE: u8 = 255;
+/// Not a channel: output the client did not ask for, read so the command never blocks on it
+/// and dropped.
+const DROPPED: u8 = 0xfe;
 
 /// A validated exec request, ready to upgrade.
 pub struct ExecPlan {
@@ -340,13 +343,24 @@ fn client_gone(tree: &ProcessTree, tty: bool) {
     }
 }
 
-async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultAction>) {
-    let (mut sink, mut stream) = ws.split();
-    if sink.send(frame(hello_channel(&plan), &[])).await.is_err() {
-        return;
-    }
-    let v5 = plan.protocol.as_deref() == Some("v5.channel.k8s.io");
-    let argv = effective_argv(&app, plan.argv.clone());
+type WsSink = futures_util::stream::SplitSink<Ws, Message>;
+
+/// Sends a final status frame and closes: the exec ends without a command.
+async fn refuse(sink: &mut WsSink, status: Value) {
+    let _ = sink
+        .send(frame(STATUS, status.to_string().as_bytes()))
+        .await;
+    let _ = sink.send(normal_close()).await;
+}
+
+/// Starts the plan's command in its container, or tells the client why not (a command that
+/// does not resolve in the pod, as a node's runtime reports it; a launch that failed).
+async fn start_command(
+    app: &App,
+    plan: &ExecPlan,
+    sink: &mut WsSink,
+) -> Option<(Launched, TreeGuard)> {
+    let argv = effective_argv(app, plan.argv.clone());
     let path_var = plan
         .container
         .env
@@ -356,92 +370,155 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
         .unwrap_or_default();
     let root = plan.pod.root_path().unwrap_or_default();
     if !resolves(&root, &argv[0], &path_var) {
-        let _ = sink
-            .send(frame(
-                STATUS,
-                exec_failure(&plan.argv[0]).to_string().as_bytes(),
-            ))
-            .await;
-        let _ = sink.send(normal_close()).await;
-        return;
+        refuse(sink, exec_failure(&plan.argv[0])).await;
+        return None;
     }
     let io = if plan.tty {
         IoMode::Pty { cols: 80, rows: 24 }
     } else {
         IoMode::Pipes { stdin: plan.stdin }
     };
-    let (launched, guard) = match plan.pod.launch(&app.bwrap, &plan.container, argv, io) {
-        Ok(l) => l,
+    match plan.pod.launch(&app.bwrap, &plan.container, argv, io) {
+        Ok(started) => Some(started),
         Err(e) => {
             let status = json!({ "metadata": {}, "status": "Failure", "reason": "InternalError",
                 "message": format!("failed to start exec: {e}"), "code": 500 });
-            let _ = sink
-                .send(frame(STATUS, status.to_string().as_bytes()))
-                .await;
-            let _ = sink.send(normal_close()).await;
-            return;
+            refuse(sink, status).await;
+            None
         }
-    };
-    let Launched {
-        tree,
-        io,
-        mut child,
-    } = launched;
-    let (tx, mut rx) = mpsc::channel::<Out>(32);
-    let (stdin_tx, pty) = match io {
+    }
+}
+
+/// The command's streams as the session uses them: its output as frames on one channel (closed
+/// once every output is drained), a writer for its stdin, and its terminal if it has one.
+struct CommandIo {
+    output: mpsc::Receiver<Out>,
+    stdin: Option<mpsc::UnboundedSender<StdinMsg>>,
+    pty: Option<Arc<PtyMaster>>,
+}
+
+/// Pumps the command's output into frames (to its asked-for channels; unwanted output is read
+/// and dropped, so the command never blocks on it) and starts its stdin writer.
+fn connect_io(io: LaunchedIo, plan: &ExecPlan) -> CommandIo {
+    let (tx, output) = mpsc::channel::<Out>(32);
+    let (stdin, pty) = match io {
         LaunchedIo::Pipes {
             stdin,
             stdout,
             stderr,
         } => {
-            let (t1, t2) = (tx.clone(), tx.clone());
-            let (want_out, want_err) = (plan.stdout, plan.stderr);
+            let out_channel = if plan.stdout { STDOUT } else { DROPPED };
+            let err_channel = if plan.stderr { STDERR } else { DROPPED };
+            let (t1, t2) = (tx.clone(), tx);
             tokio::spawn(async move {
-                tokio::join!(
-                    async {
-                        if want_out {
-                            pump(stdout, STDOUT, t1).await
-                        } else {
-                            pump(stdout, 0xfe, t1).await
-                        }
-                    },
-                    async {
-                        if want_err {
-                            pump(stderr, STDERR, t2).await
-                        } else {
-                            pump(stderr, 0xfe, t2).await
-                        }
-                    },
-                );
+                tokio::join!(pump(stdout, out_channel, t1), pump(stderr, err_channel, t2));
             });
             (stdin.map(stdin_pipe_writer), None)
         }
         LaunchedIo::Pty(master) => {
             let master = Arc::new(master);
-            tokio::spawn(pump_pty(master.clone(), tx.clone()));
+            tokio::spawn(pump_pty(master.clone(), tx));
             (Some(stdin_pty_writer(master.clone())), Some(master))
         }
     };
-    let mut stdin_tx = stdin_tx.filter(|_| plan.stdin);
-    // Only the pumps hold senders now: the channel closes when both outputs are drained.
-    drop(tx);
-    // The exit code arrives once the process is reaped.
-    let tree2 = tree.clone();
-    let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel::<i32>();
+    CommandIo {
+        output,
+        stdin: stdin.filter(|_| plan.stdin),
+        pty,
+    }
+}
+
+/// The command's exit code, once bwrap is reaped (its tree registration goes with it).
+fn exit_code(
+    mut child: tokio::process::Child,
+    tree: Arc<ProcessTree>,
+    guard: TreeGuard,
+) -> tokio::sync::oneshot::Receiver<i32> {
+    let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<i32>();
     tokio::spawn(async move {
         let status = child.wait().await;
-        tree2.mark_reaped();
+        tree.mark_reaped();
         drop(guard);
         let code = match status {
-            Ok(s) => ExitInfo::from_bwrap(s, tree2.delivered()).shell_code(),
+            Ok(s) => ExitInfo::from_bwrap(s, tree.delivered()).shell_code(),
             Err(_) => 137,
         };
         let _ = exit_tx.send(code);
     });
+    exit_rx
+}
 
-    let mut frames_sent = 0usize;
-    let mut outputs_open = true;
-    let mut exit_code: Option<i32> = None;
+/// A fault that cuts the stream: kills the command and drops the connection (`abort`) or
+/// closes it with an error.
+async fn cut_stream(tree: &ProcessTree, sink: &mut WsSink, abort: bool) {
+    tree.kill();
+    if !abort {
+        let _ = sink
+            .send(Message::Close(Some(CloseFrame {
+                code: CloseCode::Error,
+                reason: "emulator fault".into(),
+            })))
+            .await;
+    }
+}
+
+/// The command has ended and its output is sent: the status frame, a normal close, and a
+/// short wait for the client to see it before the connection goes.
+async fn finish(sink: &mut WsSink, stream: &mut futures_util::stream::SplitStream<Ws>, code: i32) {
+    let _ = sink
+        .send(frame(STATUS, exit_status(code).to_string().as_bytes()))
+        .await;
+    let _ = sink.send(normal_close()).await;
+    let _ = sink.flush().await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        while let Some(Ok(_)) = stream.next().await {}
+    })
+    .await;
+}
+
+/// One binary frame from the client: stdin data, the v5 close of stdin, or a terminal resize.
+fn client_frame(data: &Bytes, v5: bool, io: &mut CommandIo) {
+    match data[0] {
+        STDIN => {
+            if let Some(tx) = &io.stdin {
+                let _ = tx.send(StdinMsg::Data(data.slice(1..)));
+            }
+        }
+        CLOSE if v5 && data.get(1) == Some(&STDIN) => {
+            if let Some(tx) = io.stdin.take() {
+                let _ = tx.send(StdinMsg::Close);
+                // A terminal's ^D is only a byte: later input still reaches the shell.
+                if io.pty.is_some() {
+                    io.stdin = Some(tx);
+                }
+            }
+        }
+        RESIZE => {
+            let size = serde_json::from_slice::<Value>(&data[1..]).ok();
+            if let (Some(m), Some(size)) = (&io.pty, size) {
+                let w = size["Width"].as_u64().unwrap_or(80) as u16;
+                let h = size["Height"].as_u64().unwrap_or(24) as u16;
+                let _ = m.resize(w, h);
+            }
+        }
+        _ => {}
+    }
+}
+
+async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultAction>) {
+    let (mut sink, mut stream) = ws.split();
+    if sink.send(frame(hello_channel(&plan), &[])).await.is_err() {
+        return;
+    }
+    let v5 = plan.protocol.as_deref() == Some("v5.channel.k8s.io");
+    let Some((launched, guard)) = start_command(&app, &plan, &mut sink).await else {
+        return;
+    };
+    let Launched { tree, io, child } = launched;
+    let mut io = connect_io(io, &plan);
+    let mut exit_rx = exit_code(child, tree.clone(), guard);
+    let tty = io.pty.is_some();
+
     let cut = match fault {
         Some(FaultAction::CutExec {
             after_frames,
@@ -450,46 +527,28 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
         _ => None,
     };
     if let Some((0, abort)) = cut {
-        tree.kill();
-        if !abort {
-            let _ = sink
-                .send(Message::Close(Some(CloseFrame {
-                    code: CloseCode::Error,
-                    reason: "emulator fault".into(),
-                })))
-                .await;
-        }
+        cut_stream(&tree, &mut sink, abort).await;
         return;
     }
+    let mut frames_sent = 0usize;
+    let mut outputs_open = true;
+    let mut exit_code: Option<i32> = None;
     loop {
         if !outputs_open && let Some(code) = exit_code {
-            let status = exit_status(code);
-            let _ = sink
-                .send(frame(STATUS, status.to_string().as_bytes()))
-                .await;
-            let _ = sink.send(normal_close()).await;
-            let _ = sink.flush().await;
-            // Let the client see the close before the connection goes.
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
-                while let Some(Ok(_)) = stream.next().await {}
-            })
-            .await;
+            finish(&mut sink, &mut stream, code).await;
             return;
         }
         tokio::select! {
-            out = rx.recv(), if outputs_open => match out {
-                Some(Out::Frame(0xfe, _)) => {}
+            out = io.output.recv(), if outputs_open => match out {
+                Some(Out::Frame(DROPPED, _)) => {}
                 Some(Out::Frame(ch, data)) => {
                     if sink.send(frame(ch, &data)).await.is_err() {
-                        client_gone(&tree, pty.is_some());
+                        client_gone(&tree, tty);
                         return;
                     }
                     frames_sent += 1;
                     if let Some((n, abort)) = cut && frames_sent >= n {
-                        tree.kill();
-                        if !abort {
-                            let _ = sink.send(Message::Close(Some(CloseFrame { code: CloseCode::Error, reason: "emulator fault".into() }))).await;
-                        }
+                        cut_stream(&tree, &mut sink, abort).await;
                         return;
                     }
                 }
@@ -499,34 +558,9 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
                 exit_code = Some(code.unwrap_or(137));
             },
             msg = stream.next() => match msg {
-                Some(Ok(Message::Binary(data))) if !data.is_empty() => {
-                    match data[0] {
-                        STDIN => {
-                            if let Some(tx) = &stdin_tx {
-                                let _ = tx.send(StdinMsg::Data(data.slice(1..)));
-                            }
-                        }
-                        CLOSE if v5 && data.get(1) == Some(&STDIN) => {
-                            if let Some(tx) = stdin_tx.take() {
-                                let _ = tx.send(StdinMsg::Close);
-                                if pty.is_some() {
-                                    stdin_tx = Some(tx);
-                                }
-                            }
-                        }
-                        RESIZE => {
-                            let size = serde_json::from_slice::<Value>(&data[1..]).ok();
-                            if let (Some(m), Some(size)) = (&pty, size) {
-                                let w = size["Width"].as_u64().unwrap_or(80) as u16;
-                                let h = size["Height"].as_u64().unwrap_or(24) as u16;
-                                let _ = m.resize(w, h);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
+                Some(Ok(Message::Binary(data))) if !data.is_empty() => client_frame(&data, v5, &mut io),
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
-                    client_gone(&tree, pty.is_some());
+                    client_gone(&tree, tty);
                     return;
                 }
                 Some(Ok(_)) => {}

@@ -121,30 +121,9 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
     let app = call.app;
     let rt = resolve(app, &rr)?;
     let verb = rr.verb(call.method.as_str(), call.query);
-    let resource_name = match &rr.subresource {
-        Some(s) => format!("{}/{s}", rt.plural),
-        None => rt.plural.to_string(),
-    };
-    if call.forbidden
-        || app.denied(
-            verb,
-            rt.group,
-            &resource_name,
-            rr.namespace.as_deref(),
-            rr.name.as_deref(),
-        )
-    {
-        return Err(KubeError::forbidden(
-            &app.opts.user,
-            verb,
-            &rt,
-            rr.subresource.as_deref(),
-            rr.namespace.as_deref(),
-            rr.name.as_deref(),
-        ));
-    }
-    let ns = rr.namespace.clone();
-    let key = |name: &str| ObjKey::new(rt.group, rt.plural, ns.as_deref().unwrap_or(""), name);
+    authorize(&call, &rt, &rr, verb)?;
+    let ns = rr.namespace.as_deref();
+    let key = |name: &str| ObjKey::new(rt.group, rt.plural, ns.unwrap_or(""), name);
     let q = call.query;
     let dry_run = q.get("dryRun") == Some("All");
     match (
@@ -152,29 +131,8 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
         rr.name.as_deref(),
         rr.subresource.as_deref(),
     ) {
-        ("GET", None, None) if verb == "watch" => {
-            let timeout = q
-                .get("timeoutSeconds")
-                .and_then(|s| s.parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let p = WatchParams {
-                resource_version: q.get("resourceVersion").map(str::to_string),
-                labels: LabelSelector::parse(q.get("labelSelector").unwrap_or(""))?,
-                fields: FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))?,
-                bookmarks: q.flag("allowWatchBookmarks"),
-                send_initial_events: q.get("sendInitialEvents").map(|v| v == "true"),
-                timeout,
-                fault: call.fault.clone().filter(FaultAction::is_stream_fault),
-            };
-            Ok(watch::serve(
-                app.clone(),
-                rt.clone(),
-                rr.version.clone(),
-                ns,
-                p,
-            ))
-        }
-        ("GET", None, None) => list(app, &rt, &rr.version, ns.as_deref(), q),
+        ("GET", None, None) if verb == "watch" => watch_request(&call, rt, &rr),
+        ("GET", None, None) => list(app, &rt, &rr.version, ns, q),
         ("GET", Some(name), None | Some("status")) => {
             let obj = app
                 .store
@@ -187,130 +145,223 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
         ("POST", None, None) => {
             let obj = parse_json(&call.body)?;
             check_identity(&rt, &rr, &obj)?;
-            let created = objects::create(app, &rt, &rr.version, ns.as_deref(), obj, dry_run)?;
+            let created = objects::create(app, &rt, &rr.version, ns, obj, dry_run)?;
             Ok(json_response(201, &app.render(&created, &rt, &rr.version)))
         }
         ("PUT", Some(name), sub @ (None | Some("status"))) => {
-            let obj = parse_json(&call.body)?;
-            check_identity(&rt, &rr, &obj)?;
-            if let Some(n) = meta_str(&obj, "name")
-                && n != name
-            {
-                return Err(KubeError::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({name})"
-                )));
-            }
-            let want_rv = meta_str(&obj, "resourceVersion")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string);
-            let status_write = sub.is_some();
-            let k = key(name);
-            let write = |cur: &mut Value| -> KubeResult<()> {
-                if let Some(rv) = &want_rv
-                    && meta_str(cur, "resourceVersion") != Some(rv.as_str())
-                {
-                    return Err(KubeError::stale(&rt, name));
-                }
-                let mut new = obj.clone();
-                new["apiVersion"] = cur["apiVersion"].clone();
-                *cur = objects::merge_write(&rt, cur, new, status_write)?;
-                Ok(())
-            };
-            let updated = write_object(app, &rt, &k, dry_run, write)?;
-            Ok(json_response(200, &app.render(&updated, &rt, &rr.version)))
+            replace(&call, &rt, &rr, &key(name), sub.is_some(), dry_run)
         }
         ("PATCH", Some(name), sub @ (None | Some("status"))) => patch_object(
             app,
             &rt,
             &rr.version,
-            ns.as_deref(),
+            ns,
             name,
             sub.is_some(),
             call.headers,
             &call.body,
             dry_run,
         ),
-        ("DELETE", Some(name), None) => {
-            let opts = if call.body.is_empty() {
-                json!({})
-            } else {
-                parse_json(&call.body)?
-            };
-            let propagation = opts["propagationPolicy"]
-                .as_str()
-                .or_else(|| q.get("propagationPolicy"))
-                .map(|p| {
-                    Propagation::parse(p).ok_or_else(|| {
-                        KubeError::bad_request(format!("unsupported propagationPolicy {p:?}"))
-                    })
-                })
-                .transpose()?
-                .or_else(|| match opts["orphanDependents"].as_bool() {
-                    Some(true) => Some(Propagation::Orphan),
-                    Some(false) => Some(Propagation::Background),
-                    None => None,
-                });
-            let grace = opts["gracePeriodSeconds"]
-                .as_i64()
-                .or_else(|| q.get("gracePeriodSeconds").and_then(|s| s.parse().ok()));
-            let dry = dry_run
-                || opts["dryRun"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|v| v == "All"));
-            let k = key(name);
-            if dry {
-                let obj = app
-                    .store
-                    .get(&k)
-                    .ok_or_else(|| KubeError::not_found(&rt, name))?;
-                return Ok(json_response(200, &app.render(&obj, &rt, &rr.version)));
-            }
-            let (obj, gone) =
-                delete_object(app, &k, propagation, grace, opts.get("preconditions"))?;
-            // As the real API server: an object deleted at once is answered with a `Status`
-            // (pods excepted, whose registry returns the object); one that now carries a
-            // deletionTimestamp (finalizers, foreground, grace) is returned as it stands.
-            if gone && rt.plural != "pods" {
-                return Ok(json_response(200, &deleted_status(&rt, name, &obj)));
-            }
-            Ok(json_response(200, &app.render(&obj, &rt, &rr.version)))
-        }
-        ("DELETE", None, None) => {
-            let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or(""))?;
-            let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))?;
-            let (items, _) = app.store.list(rt.group, rt.plural, ns.as_deref());
-            let mut deleted = Vec::new();
-            for obj in items
-                .iter()
-                .filter(|o| labels.matches(o) && fields.matches(o))
-            {
-                let name = meta_str(obj, "name").unwrap_or_default();
-                let k = ObjKey::new(
-                    rt.group,
-                    rt.plural,
-                    meta_str(obj, "namespace").unwrap_or(""),
-                    name,
-                );
-                if let Ok((o, _)) = delete_object(app, &k, None, None, None) {
-                    deleted.push(app.render(&o, &rt, &rr.version));
-                }
-            }
-            Ok(json_response(
-                200,
-                &json!({
-                    "kind": rt.list_kind(),
-                    "apiVersion": rt.api_version(&rr.version),
-                    "metadata": { "resourceVersion": app.store.current_rv().to_string() },
-                    "items": deleted,
-                }),
-            ))
-        }
+        ("DELETE", Some(name), None) => delete_one(&call, &rt, &rr, &key(name), dry_run),
+        ("DELETE", None, None) => delete_collection(&call, &rt, &rr),
         _ => Err(KubeError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({} {})",
             call.method,
             rt.group_resource()
         ))),
     }
+}
+
+/// RBAC as the emulator plays it: a caller marked forbidden, or a deny rule for this verb on
+/// this resource, gets the API server's 403.
+fn authorize(
+    call: &Call<'_>,
+    rt: &ResourceType,
+    rr: &ResourceRequest,
+    verb: &str,
+) -> KubeResult<()> {
+    let resource_name = match &rr.subresource {
+        Some(s) => format!("{}/{s}", rt.plural),
+        None => rt.plural.to_string(),
+    };
+    let denied = call.forbidden
+        || call.app.denied(
+            verb,
+            rt.group,
+            &resource_name,
+            rr.namespace.as_deref(),
+            rr.name.as_deref(),
+        );
+    if !denied {
+        return Ok(());
+    }
+    Err(KubeError::forbidden(
+        &call.app.opts.user,
+        verb,
+        rt,
+        rr.subresource.as_deref(),
+        rr.namespace.as_deref(),
+        rr.name.as_deref(),
+    ))
+}
+
+/// A list with `watch=true`: the watch stream, with the query's selectors and options.
+fn watch_request(
+    call: &Call<'_>,
+    rt: ResourceType,
+    rr: &ResourceRequest,
+) -> KubeResult<Response<Body>> {
+    let q = call.query;
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let p = WatchParams {
+        resource_version: q.get("resourceVersion").map(str::to_string),
+        labels: LabelSelector::parse(q.get("labelSelector").unwrap_or(""))?,
+        fields: FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))?,
+        bookmarks: q.flag("allowWatchBookmarks"),
+        send_initial_events: q.get("sendInitialEvents").map(|v| v == "true"),
+        timeout,
+        fault: call.fault.clone().filter(FaultAction::is_stream_fault),
+    };
+    Ok(watch::serve(
+        call.app.clone(),
+        rt,
+        rr.version.clone(),
+        rr.namespace.clone(),
+        p,
+    ))
+}
+
+/// PUT of an object or its status: the body replaces it, guarded by its resourceVersion when it
+/// carries one.
+fn replace(
+    call: &Call<'_>,
+    rt: &ResourceType,
+    rr: &ResourceRequest,
+    key: &ObjKey,
+    status_write: bool,
+    dry_run: bool,
+) -> KubeResult<Response<Body>> {
+    let name = key.name.as_str();
+    let obj = parse_json(&call.body)?;
+    check_identity(rt, rr, &obj)?;
+    if let Some(n) = meta_str(&obj, "name")
+        && n != name
+    {
+        return Err(KubeError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    let want_rv = meta_str(&obj, "resourceVersion")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let write = |cur: &mut Value| -> KubeResult<()> {
+        if let Some(rv) = &want_rv
+            && meta_str(cur, "resourceVersion") != Some(rv.as_str())
+        {
+            return Err(KubeError::stale(rt, name));
+        }
+        let mut new = obj.clone();
+        new["apiVersion"] = cur["apiVersion"].clone();
+        *cur = objects::merge_write(rt, cur, new, status_write)?;
+        Ok(())
+    };
+    let updated = write_object(call.app, rt, key, dry_run, write)?;
+    Ok(json_response(
+        200,
+        &call.app.render(&updated, rt, &rr.version),
+    ))
+}
+
+/// DELETE of one object, with its options from the body or the query.
+fn delete_one(
+    call: &Call<'_>,
+    rt: &ResourceType,
+    rr: &ResourceRequest,
+    key: &ObjKey,
+    dry_run: bool,
+) -> KubeResult<Response<Body>> {
+    let (app, q, name) = (call.app, call.query, key.name.as_str());
+    let opts = if call.body.is_empty() {
+        json!({})
+    } else {
+        parse_json(&call.body)?
+    };
+    let propagation = opts["propagationPolicy"]
+        .as_str()
+        .or_else(|| q.get("propagationPolicy"))
+        .map(|p| {
+            Propagation::parse(p).ok_or_else(|| {
+                KubeError::bad_request(format!("unsupported propagationPolicy {p:?}"))
+            })
+        })
+        .transpose()?
+        .or_else(|| match opts["orphanDependents"].as_bool() {
+            Some(true) => Some(Propagation::Orphan),
+            Some(false) => Some(Propagation::Background),
+            None => None,
+        });
+    let grace = opts["gracePeriodSeconds"]
+        .as_i64()
+        .or_else(|| q.get("gracePeriodSeconds").and_then(|s| s.parse().ok()));
+    let dry = dry_run
+        || opts["dryRun"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
+    if dry {
+        let obj = app
+            .store
+            .get(key)
+            .ok_or_else(|| KubeError::not_found(rt, name))?;
+        return Ok(json_response(200, &app.render(&obj, rt, &rr.version)));
+    }
+    let (obj, gone) = delete_object(app, key, propagation, grace, opts.get("preconditions"))?;
+    // As the real API server: an object deleted at once is answered with a `Status`
+    // (pods excepted, whose registry returns the object); one that now carries a
+    // deletionTimestamp (finalizers, foreground, grace) is returned as it stands.
+    if gone && rt.plural != "pods" {
+        return Ok(json_response(200, &deleted_status(rt, name, &obj)));
+    }
+    Ok(json_response(200, &app.render(&obj, rt, &rr.version)))
+}
+
+/// DELETE of a collection: every object the selectors match, answered as a list of them.
+fn delete_collection(
+    call: &Call<'_>,
+    rt: &ResourceType,
+    rr: &ResourceRequest,
+) -> KubeResult<Response<Body>> {
+    let (app, q) = (call.app, call.query);
+    let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or(""))?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))?;
+    let (items, _) = app.store.list(rt.group, rt.plural, rr.namespace.as_deref());
+    let mut deleted = Vec::new();
+    for obj in items
+        .iter()
+        .filter(|o| labels.matches(o) && fields.matches(o))
+    {
+        let name = meta_str(obj, "name").unwrap_or_default();
+        let k = ObjKey::new(
+            rt.group,
+            rt.plural,
+            meta_str(obj, "namespace").unwrap_or(""),
+            name,
+        );
+        if let Ok((o, _)) = delete_object(app, &k, None, None, None) {
+            deleted.push(app.render(&o, rt, &rr.version));
+        }
+    }
+    Ok(json_response(
+        200,
+        &json!({
+            "kind": rt.list_kind(),
+            "apiVersion": rt.api_version(&rr.version),
+            "metadata": { "resourceVersion": app.store.current_rv().to_string() },
+            "items": deleted,
+        }),
+    ))
 }
 
 /// `kind`, `apiVersion` and `metadata.namespace` of a body must agree with the URL.

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, header};
+use axum::http::{HeaderMap, Method, Request, Response, header};
 use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -17,7 +18,7 @@ use super::exec;
 use super::faults::FaultAction;
 use super::request_log::RequestRecord;
 use super::rest::{self, Call};
-use super::route::{self, Query, Route};
+use super::route::{self, Query, ResourceRequest, Route};
 use super::state::App;
 use super::status::KubeError;
 use crate::common::serve::{self, DropConnection, FaultDelay, Listen, Reply, infallible};
@@ -91,32 +92,9 @@ async fn handle(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let mut upgrade_exec = false;
-    match &route {
-        Some(Route::Resource(rr)) => {
-            let verb = rr.verb(method.as_str(), &query);
-            upgrade_exec =
-                rr.subresource.as_deref() == Some("exec") && exec::is_upgrade(req.headers());
-            record.verb = Some(
-                if rr.subresource.as_deref() == Some("exec") {
-                    "exec"
-                } else if rr.subresource.as_deref() == Some("log") {
-                    "log"
-                } else {
-                    verb
-                }
-                .to_string(),
-            );
-            record.group = Some(rr.group.clone());
-            record.version = Some(rr.version.clone());
-            record.resource = Some(rr.plural.clone());
-            record.subresource = rr.subresource.clone();
-            record.namespace = rr.namespace.clone();
-            record.name = rr.name.clone();
-        }
-        Some(_) => record.verb = Some("discovery".into()),
-        None => {}
-    }
+    describe_route(&mut record, route.as_ref(), &method, &query);
+    let upgrade_exec = matches!(&route, Some(Route::Resource(rr))
+        if rr.subresource.as_deref() == Some("exec") && exec::is_upgrade(req.headers()));
     let on_upgrade = upgrade_exec.then(|| hyper::upgrade::on(&mut req));
     let headers = req.headers().clone();
     let Some(body) = serve::read_body(req.into_body(), app.opts.max_request_body_bytes).await?
@@ -155,37 +133,14 @@ async fn handle(
         _ => {
             let resp = match (route, on_upgrade) {
                 (Some(Route::Resource(rr)), Some(on_upgrade)) => {
-                    let forbidden = matches!(auth, Auth::Forbidden)
-                        || app.denied(
-                            "create",
-                            "",
-                            "pods/exec",
-                            rr.namespace.as_deref(),
-                            rr.name.as_deref(),
-                        )
-                        || app.denied(
-                            "get",
-                            "",
-                            "pods/exec",
-                            rr.namespace.as_deref(),
-                            rr.name.as_deref(),
-                        );
-                    let result = if forbidden {
-                        Err(KubeError::forbidden(
-                            &app.opts.user,
-                            "create",
-                            app.rt("", "pods"),
-                            Some("exec"),
-                            rr.namespace.as_deref(),
-                            rr.name.as_deref(),
-                        ))
-                    } else {
-                        exec::prepare(&app, &rr, &query, &headers).and_then(|plan| {
-                            let stream_fault = fault.clone().filter(FaultAction::is_stream_fault);
-                            exec::upgrade(app.clone(), plan, &headers, on_upgrade, stream_fault)
-                        })
+                    let forbidden = matches!(auth, Auth::Forbidden);
+                    let exec = ExecUpgrade {
+                        query: &query,
+                        headers: &headers,
+                        fault: fault.clone(),
+                        forbidden,
                     };
-                    result.unwrap_or_else(KubeError::into_response)
+                    exec_upgrade(&app, &rr, exec, on_upgrade)
                 }
                 (Some(route), _) => {
                     let call = Call {
@@ -201,29 +156,95 @@ async fn handle(
                 }
                 (None, _) => KubeError::no_route(&path).into_response(),
             };
-            match &fault {
-                Some(FaultAction::Status {
-                    code,
-                    reason,
-                    message,
-                    after: true,
-                }) => {
-                    drop(resp);
-                    Ok(
-                        FaultAction::status_error(*code, reason.as_deref(), message.as_deref())
-                            .into_response(),
-                    )
-                }
-                Some(FaultAction::Drop { after: true }) => {
-                    drop(resp);
-                    Err(DropConnection)
-                }
-                _ => Ok(resp),
-            }
+            fault_after(fault.as_ref(), resp)
         }
     };
     if let Ok(resp) = &reply {
         app.log.set_status(seq, resp.status().as_u16());
     }
     reply
+}
+
+/// What the request log says of the route: verb (`exec` and `log` for those subresources,
+/// `discovery` for the discovery documents), group, version, resource, namespace and name.
+fn describe_route(
+    record: &mut RequestRecord,
+    route: Option<&Route>,
+    method: &Method,
+    query: &Query,
+) {
+    match route {
+        Some(Route::Resource(rr)) => {
+            let verb = match rr.subresource.as_deref() {
+                Some("exec") => "exec",
+                Some("log") => "log",
+                _ => rr.verb(method.as_str(), query),
+            };
+            record.verb = Some(verb.to_string());
+            record.group = Some(rr.group.clone());
+            record.version = Some(rr.version.clone());
+            record.resource = Some(rr.plural.clone());
+            record.subresource = rr.subresource.clone();
+            record.namespace = rr.namespace.clone();
+            record.name = rr.name.clone();
+        }
+        Some(_) => record.verb = Some("discovery".into()),
+        None => {}
+    }
+}
+
+/// The parts of an exec request its upgrade needs.
+struct ExecUpgrade<'a> {
+    query: &'a Query,
+    headers: &'a HeaderMap,
+    fault: Option<FaultAction>,
+    /// The caller's token is a forbidden one.
+    forbidden: bool,
+}
+
+/// `pods/exec` with an upgrade: authorized as `create` (and `get`) on `pods/exec`, then the
+/// WebSocket session, which carries a stream fault if one was chosen for the request.
+fn exec_upgrade(
+    app: &Arc<App>,
+    rr: &ResourceRequest,
+    exec: ExecUpgrade<'_>,
+    on_upgrade: OnUpgrade,
+) -> Response<Body> {
+    let (ns, name) = (rr.namespace.as_deref(), rr.name.as_deref());
+    let forbidden = exec.forbidden
+        || app.denied("create", "", "pods/exec", ns, name)
+        || app.denied("get", "", "pods/exec", ns, name);
+    let result = if forbidden {
+        Err(KubeError::forbidden(
+            &app.opts.user,
+            "create",
+            app.rt("", "pods"),
+            Some("exec"),
+            ns,
+            name,
+        ))
+    } else {
+        exec::prepare(app, rr, exec.query, exec.headers).and_then(|plan| {
+            let stream_fault = exec.fault.filter(FaultAction::is_stream_fault);
+            exec::upgrade(app.clone(), plan, exec.headers, on_upgrade, stream_fault)
+        })
+    };
+    result.unwrap_or_else(KubeError::into_response)
+}
+
+/// A fault chosen to act after the request was served: its status, or a dropped connection,
+/// replaces the response.
+fn fault_after(fault: Option<&FaultAction>, resp: Response<Body>) -> Reply {
+    match fault {
+        Some(FaultAction::Status {
+            code,
+            reason,
+            message,
+            after: true,
+        }) => Ok(
+            FaultAction::status_error(*code, reason.as_deref(), message.as_deref()).into_response(),
+        ),
+        Some(FaultAction::Drop { after: true }) => Err(DropConnection),
+        _ => Ok(resp),
+    }
 }

@@ -30,8 +30,8 @@
 //!    `selectors`, `faults`.
 //! 3. `pod_runtime`: a pod's processes and files, keyed by the pod only.
 //! 4. `state`: `App`, the state every path shares, holding the pod runtimes.
-//! 5. `objects` (create, validate, default, update rules), `deletion` (deletion with
-//!    propagation, finalizers and namespace termination), `watch`.
+//! 5. `validation` (the field checks), then `objects` (create, default, update rules),
+//!    `deletion` (deletion with propagation, finalizers and namespace termination), `watch`.
 //! 6. `kubelet`: runs pods (roots, environments, commands, statuses).
 //! 7. `controllers`: garbage collector, Sandbox and Job controllers, fed by the store's events.
 //! 8. `exec` (`pods/exec` websockets), `rest` (the REST handlers), `control` (`/_emulator/`).
@@ -58,6 +58,7 @@ mod state;
 mod status;
 mod store;
 mod util;
+mod validation;
 mod watch;
 
 use std::net::SocketAddr;

@@ -117,12 +117,18 @@ impl ResourceType {
 
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// Every resource type, with the Sandbox group served at `sandbox_versions`.
-pub fn registry(sandbox_versions: &[String]) -> Vec<ResourceType> {
-    let v = |s: &str| vec![s.to_string()];
-    let base = |group, version: &str, kind, plural, singular, namespaced| ResourceType {
+/// A built-in type served at one version, with no short names and no subresources.
+fn base(
+    group: &'static str,
+    version: &str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+) -> ResourceType {
+    ResourceType {
         group,
-        versions: v(version),
+        versions: vec![version.to_string()],
         kind,
         plural,
         singular,
@@ -131,7 +137,11 @@ pub fn registry(sandbox_versions: &[String]) -> Vec<ResourceType> {
         subresources: &[],
         custom: false,
         status_subresource: false,
-    };
+    }
+}
+
+/// Every resource type, with the Sandbox group served at `sandbox_versions`.
+pub fn registry(sandbox_versions: &[String]) -> Vec<ResourceType> {
     let mut out = vec![
         ResourceType {
             short_names: &["ns"],

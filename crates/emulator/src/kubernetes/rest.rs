@@ -3,7 +3,6 @@
 //! dry run), deletecollection, `/status`, `pods/log`, and the discovery documents.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, Response, header};
@@ -22,7 +21,7 @@ use super::selectors::{FieldSelector, LabelSelector};
 use super::state::App;
 use super::status::{KubeError, KubeResult, json_response};
 use super::store::{ObjKey, meta_str, rv_of};
-use super::watch::{self, WatchParams};
+use super::watch;
 
 /// Everything a handler needs about the request.
 pub struct Call<'a> {
@@ -131,7 +130,11 @@ async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Bo
         rr.name.as_deref(),
         rr.subresource.as_deref(),
     ) {
-        ("GET", None, None) if verb == "watch" => watch_request(&call, rt, &rr),
+        ("GET", None, None) if verb == "watch" => {
+            let fault = call.fault.clone();
+            let at = (rr.version.clone(), rr.namespace.clone());
+            watch::serve_query(app.clone(), rt, at, q, fault)
+        }
         ("GET", None, None) => list(app, &rt, &rr.version, ns, q),
         ("GET", Some(name), None | Some("status")) => {
             let obj = app
@@ -202,35 +205,6 @@ fn authorize(
         rr.subresource.as_deref(),
         rr.namespace.as_deref(),
         rr.name.as_deref(),
-    ))
-}
-
-/// A list with `watch=true`: the watch stream, with the query's selectors and options.
-fn watch_request(
-    call: &Call<'_>,
-    rt: ResourceType,
-    rr: &ResourceRequest,
-) -> KubeResult<Response<Body>> {
-    let q = call.query;
-    let timeout = q
-        .get("timeoutSeconds")
-        .and_then(|s| s.parse::<u64>().ok())
-        .map(Duration::from_secs);
-    let p = WatchParams {
-        resource_version: q.get("resourceVersion").map(str::to_string),
-        labels: LabelSelector::parse(q.get("labelSelector").unwrap_or(""))?,
-        fields: FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))?,
-        bookmarks: q.flag("allowWatchBookmarks"),
-        send_initial_events: q.get("sendInitialEvents").map(|v| v == "true"),
-        timeout,
-        fault: call.fault.clone().filter(FaultAction::is_stream_fault),
-    };
-    Ok(watch::serve(
-        call.app.clone(),
-        rt,
-        rr.version.clone(),
-        rr.namespace.clone(),
-        p,
     ))
 }
 

@@ -15,9 +15,10 @@ use tokio::sync::mpsc;
 
 use super::faults::FaultAction;
 use super::resources::ResourceType;
+use super::route::Query;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::state::App;
-use super::status::KubeError;
+use super::status::{KubeError, KubeResult};
 use super::store::{Event, EventType};
 
 pub struct WatchParams {
@@ -225,6 +226,31 @@ impl Stream {
             }
         }
     }
+}
+
+/// A list request with `watch=true` for `rt` at `(version, namespace)`: the stream, with the
+/// query's selectors and options, carrying `fault` if it is a stream fault.
+pub fn serve_query(
+    app: Arc<App>,
+    rt: ResourceType,
+    (version, namespace): (String, Option<String>),
+    q: &Query,
+    fault: Option<FaultAction>,
+) -> KubeResult<Response<Body>> {
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let p = WatchParams {
+        resource_version: q.get("resourceVersion").map(str::to_string),
+        labels: LabelSelector::parse(q.get("labelSelector").unwrap_or(""))?,
+        fields: FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))?,
+        bookmarks: q.flag("allowWatchBookmarks"),
+        send_initial_events: q.get("sendInitialEvents").map(|v| v == "true"),
+        timeout,
+        fault: fault.filter(FaultAction::is_stream_fault),
+    };
+    Ok(serve(app, rt, version, namespace, p))
 }
 
 /// Starts a watch; the response streams until the watch ends.

@@ -49,27 +49,23 @@ pub fn assert_no_cycles(src: &Path) {
     assert!(report.is_empty(), "module cycles:\n{report}");
 }
 
-/// The shape tests of a provider or core crate, written once: in the crate's `tests/shape.rs`,
+/// The shape tests of a crate, written once: in the crate's `tests/shape.rs`,
 /// `sandbox_core::shape_tests!();` adds a test that its modules have no cycle and one that no
-/// file or function is over [`MAX_FILE_LINES`] / [`MAX_FN_LINES`]; `shape_tests!(cycles_only)`
-/// adds the first alone (test infrastructure such as the emulator).
+/// file or function is over [`MAX_FILE_LINES`] / [`MAX_FN_LINES`].
 #[macro_export]
 macro_rules! shape_tests {
     () => {
-        $crate::shape_tests!(cycles_only);
+        #[test]
+        fn no_module_imports_one_that_imports_it_back() {
+            use $crate::module_graph as shape;
+            shape::assert_no_cycles(&shape::src_dir(env!("CARGO_MANIFEST_DIR")));
+        }
 
         #[test]
         fn no_file_over_600_lines_and_no_function_over_120() {
             use $crate::module_graph as shape;
             let src = shape::src_dir(env!("CARGO_MANIFEST_DIR"));
             shape::assert_within(&src, shape::MAX_FILE_LINES, shape::MAX_FN_LINES);
-        }
-    };
-    (cycles_only) => {
-        #[test]
-        fn no_module_imports_one_that_imports_it_back() {
-            use $crate::module_graph as shape;
-            shape::assert_no_cycles(&shape::src_dir(env!("CARGO_MANIFEST_DIR")));
         }
     };
 }

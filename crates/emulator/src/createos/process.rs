@@ -91,16 +91,8 @@ impl ManagedProcess {
                 Outputs::Pty(master) => p.pump_pty(&master, chunk).await,
             }
             let mut child = child;
-            let status = child.wait().await;
-            p.tree.mark_reaped();
+            let info = p.tree.wait(&mut child).await;
             drop(guard);
-            let info = match status {
-                Ok(s) => ExitInfo::from_bwrap(s, p.tree.delivered()),
-                Err(_) => ExitInfo {
-                    code: None,
-                    signal: Some("SIGKILL".into()),
-                },
-            };
             *p.exit.lock().unwrap() = Some(info);
             p.changed.send_modify(|v| *v += 1);
         });

@@ -53,9 +53,9 @@ pub fn run_piped(
         };
         tokio::pin!(readers);
         let (mut readers_done, mut killed) = (false, false);
-        let wait = child.wait();
+        let wait = tree.wait(&mut child);
         tokio::pin!(wait);
-        let status = loop {
+        let info = loop {
             tokio::select! {
                 _ = &mut readers, if !readers_done => readers_done = true,
                 status = &mut wait => break status,
@@ -66,15 +66,7 @@ pub fn run_piped(
         if !readers_done {
             readers.await;
         }
-        tree.mark_reaped();
         drop(guard);
-        let info = match status {
-            Ok(status) => ExitInfo::from_bwrap(status, tree.delivered()),
-            Err(_) => ExitInfo {
-                code: None,
-                signal: Some("SIGKILL".into()),
-            },
-        };
         let _ = tx.send(Event::Exit { info }).await;
     });
     rx

@@ -31,7 +31,7 @@ use super::route::{Query, ResourceRequest};
 use super::state::App;
 use super::status::{KubeError, KubeResult};
 use super::store::{ObjKey, meta_str};
-use crate::sandbox_runner::{ExitInfo, IoMode, Launched, LaunchedIo, ProcessTree, PtyMaster};
+use crate::sandbox_runner::{IoMode, Launched, LaunchedIo, ProcessTree, PtyMaster};
 
 const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
@@ -436,14 +436,9 @@ fn exit_code(
 ) -> tokio::sync::oneshot::Receiver<i32> {
     let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<i32>();
     tokio::spawn(async move {
-        let status = child.wait().await;
-        tree.mark_reaped();
+        let ended = tree.wait(&mut child).await;
         drop(guard);
-        let code = match status {
-            Ok(s) => ExitInfo::from_bwrap(s, tree.delivered()).shell_code(),
-            Err(_) => 137,
-        };
-        let _ = exit_tx.send(code);
+        let _ = exit_tx.send(ended.shell_code());
     });
     exit_rx
 }

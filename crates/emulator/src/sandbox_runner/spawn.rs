@@ -14,6 +14,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::bwrap::{Bwrap, PidMode};
+use super::exit::ExitInfo;
 use super::procfs::session_members;
 
 /// How the command's standard streams are connected.
@@ -40,7 +41,7 @@ pub struct LaunchSpec<'a> {
 pub struct Launched {
     pub tree: std::sync::Arc<ProcessTree>,
     pub io: LaunchedIo,
-    /// Wait on this, then call [`ProcessTree::mark_reaped`].
+    /// Wait on this with [`ProcessTree::wait`].
     pub child: Child,
 }
 
@@ -335,10 +336,20 @@ impl ProcessTree {
         }
     }
 
-    /// Call once bwrap has been waited for: its pid (and session id) may now be reused, so we
-    /// must never signal them again.
-    pub fn mark_reaped(&self) {
+    /// Waits for bwrap (`child`, this tree's leader) and marks the tree reaped in the same step:
+    /// once reaped, its pid (and session id) may be reused, so nothing may signal them again,
+    /// and no await may come between. How the command ended; a failed wait counts as killed
+    /// (the tree is gone all the same).
+    pub async fn wait(&self, child: &mut Child) -> ExitInfo {
+        let status = child.wait().await;
         self.reaped.store(true, Ordering::SeqCst);
+        match status {
+            Ok(status) => ExitInfo::from_bwrap(status, self.delivered()),
+            Err(_) => ExitInfo {
+                code: None,
+                signal: Some(Signal::SIGKILL.as_str().to_string()),
+            },
+        }
     }
 
     pub fn is_reaped(&self) -> bool {

@@ -64,11 +64,9 @@ async fn a_command_in_a_joined_namespace_outlives_its_bwrap_and_dies_with_the_na
     let bwrap_pid = launched.tree.leader_pid();
     kill(Pid::from_raw(bwrap_pid), Signal::SIGKILL).unwrap();
     let mut child = launched.child;
-    timeout(DEADLINE, child.wait())
+    timeout(DEADLINE, launched.tree.wait(&mut child))
         .await
-        .expect("a killed bwrap is reaped within the deadline")
-        .unwrap();
-    launched.tree.mark_reaped();
+        .expect("a killed bwrap is reaped within the deadline");
 
     stdin.write_all(b"still here\n").await.unwrap();
     assert_eq!(

@@ -22,7 +22,7 @@ use crate::kubernetes::pod_runtime::{ContainerEnv, PodRuntime, TreeGuard};
 use crate::kubernetes::state::App;
 use crate::kubernetes::store::{ObjKey, meta_str};
 use crate::kubernetes::util::{now, raised};
-use crate::sandbox_runner::{ExitInfo, IoMode, Launched, LaunchedIo};
+use crate::sandbox_runner::{IoMode, Launched, LaunchedIo};
 
 /// The kubelet loop of one pod, from Pending to its end.
 pub async fn run_pod(app: Arc<App>, key: ObjKey, uid: String) {
@@ -237,13 +237,9 @@ async fn run_container(rt: &Arc<PodRuntime>, launched: Launched, guard: TreeGuar
     if let LaunchedIo::Pipes { stdout, stderr, .. } = io {
         tokio::join!(pump_log(rt, stdout), pump_log(rt, stderr));
     }
-    let status = child.wait().await;
-    tree.mark_reaped();
+    let ended = tree.wait(&mut child).await;
     drop(guard);
-    match status {
-        Ok(s) => ExitInfo::from_bwrap(s, tree.delivered()).shell_code(),
-        Err(_) => 137,
-    }
+    ended.shell_code()
 }
 
 async fn pump_log(rt: &PodRuntime, mut pipe: impl AsyncRead + Unpin) {

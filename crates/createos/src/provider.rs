@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Clients, HostApiKey};
 use crate::config;
-use crate::exec::execute_stream;
+use crate::exec::execute_command;
 use crate::lease::state::{CWD, SessionEntry, WorkerState, metadata_matches};
 use crate::lease::{acquire, probe, release, resume};
 use crate::messages;
@@ -171,7 +171,7 @@ impl CreateOsProvider {
                 params,
                 params.get("timeoutMs"),
                 |client, signal| async move {
-                    let outcome = execute_stream(&client, params, &signal, Some(sink)).await?;
+                    let outcome = execute_command(&client, params, &signal, Some(sink)).await?;
                     Ok(outcome.to_json())
                 },
             )

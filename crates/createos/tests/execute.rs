@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use createos::exec::end::wrap;
 use serde_json::{Value, json};
 
 fn id_of(lease: &Value) -> String {
@@ -14,6 +15,22 @@ fn id_of(lease: &Value) -> String {
 
 fn text(value: &Value) -> String {
     serde_json::to_string(value).unwrap()
+}
+
+/// The FIFO a wrapped script names on its first line (`f='/tmp/paperclip-exec-<uuid>'; …`),
+/// after the staged stdin's line if there is one.
+fn control_of(script: &str) -> String {
+    let line = script
+        .lines()
+        .find(|line| line.starts_with("f='/tmp/paperclip-exec-"))
+        .unwrap_or_else(|| panic!("not a wrapped script: {script}"));
+    let control = &line[3..line.find("';").unwrap()];
+    assert_eq!(
+        control.len(),
+        "/tmp/paperclip-exec-".len() + 36,
+        "{control}"
+    );
+    control.to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,8 +91,9 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_staged_stdin() {
     assert_eq!(calls[0].method, "PUT");
     assert!(calls[1].is("POST", &format!("/sandboxes/{id}/exec?stream=true")));
     let path = format!("/tmp/paperclip-stdin-{staged}");
-    let expected_script = [
-        &format!("exec < '{path}' && rm -f -- '{path}' || exit"),
+    // The original's script, in the wrapper that lets a timed-out command be ended
+    // (`exec_timeout_ends.rs`), after the staged stdin's line.
+    let original = [
         r#"cd -- '/paperclip-workspace/it'"'"'s here' || exit"#,
         &format!(
             r#"exec env GREETING='hello '"'"'world'"'"'' EMPTY='' 'bash' '-c' '{}' 'arg0' 'x'"'"'y z'"#,
@@ -83,6 +101,11 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_staged_stdin() {
         ),
     ]
     .join("\n");
+    let sent = calls[1].body.as_ref().unwrap()["args"][1].as_str().unwrap();
+    let expected_script = format!(
+        "exec < '{path}' && rm -f -- '{path}' || exit\n{}",
+        wrap(&original, &control_of(sent)).unwrap()
+    );
     assert_eq!(
         text(calls[1].body.as_ref().unwrap()),
         text(&json!({ "cmd": "/bin/bash", "args": ["-lc", expected_script], "stream": true }))
@@ -112,9 +135,14 @@ async fn streams_commands_with_quoted_cwd_env_and_args_and_staged_stdin() {
         .unwrap();
     assert_eq!(result["stdout"], json!("hello\n"));
     assert_eq!(h.calls().len(), 1);
+    let sent = h.calls()[0].body.clone().unwrap();
+    let script = wrap(
+        "exec env  'echo' 'hello'",
+        &control_of(sent["args"][1].as_str().unwrap()),
+    );
     assert_eq!(
-        text(h.calls()[0].body.as_ref().unwrap()),
-        r#"{"cmd":"/bin/bash","args":["-lc","exec env  'echo' 'hello'"],"stream":true}"#
+        text(&sent),
+        text(&json!({ "cmd": "/bin/bash", "args": ["-lc", script.unwrap()], "stream": true }))
     );
     h.destroy(&lease).await;
     h.finish().await;

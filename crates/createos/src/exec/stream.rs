@@ -6,9 +6,11 @@
 //! stdin field: the service drops one it is sent (the original sent it there, so its commands
 //! never saw their stdin; see docs/wire-parity.md).
 //!
-//! Cancellation is the signal: it aborts the HTTP stream (no remote kill). A deadline makes the
-//! call *return* `{exitCode: null, timedOut: true, …}` with the output so far; any other abort
-//! fails with `CreateOS command was cancelled.`.
+//! Cancellation is the signal: it aborts the HTTP stream. A deadline makes the call *return*
+//! `{exitCode: null, timedOut: true, …}` with the output so far; any other abort fails with
+//! `CreateOS command was cancelled.`. The original sends nothing more; an execute hook's command
+//! ([`execute_command`]) is run so that one more request can end it after its deadline
+//! ([`super::end`]), and that request is sent before the call answers.
 
 use crate::params::lease_of;
 use js_compat::uuid::random_uuid;
@@ -17,6 +19,7 @@ use reqwest::Method;
 use sandbox_core::{HostSink, OutputStream, ProviderError};
 use serde_json::{Value, json};
 
+use super::end;
 use super::script::{script_for_params, with_staged_stdin};
 use super::tail::Output;
 use crate::client::{Body, CreateOsClient, identifier};
@@ -75,6 +78,34 @@ pub async fn execute_stream(
     signal: &Signal,
     log: Option<&dyn HostSink>,
 ) -> std::result::Result<ExecOutcome, ProviderError> {
+    let (id, script, stdin) = command_of(params)?;
+    execute_script(client, &id, script, stdin, signal, log).await
+}
+
+/// [`execute_stream`] for the execute hook: the script runs in [`end::wrap`]'s wrapper, and when
+/// the deadline passes the request that ends the command ([`end::end_command`], bounded by its
+/// own deadline) is sent before the timed-out result, unchanged, is returned.
+pub async fn execute_command(
+    client: &CreateOsClient,
+    params: &Value,
+    signal: &Signal,
+    log: Option<&dyn HostSink>,
+) -> std::result::Result<ExecOutcome, ProviderError> {
+    let (id, script, stdin) = command_of(params)?;
+    let control = end::control_path(&random_uuid());
+    let script = end::wrap(&script, &control)?;
+    let outcome = execute_script(client, &id, script, stdin, signal, log).await?;
+    if outcome.timed_out {
+        end::end_command(client, &id, &control).await;
+    }
+    Ok(outcome)
+}
+
+/// The sandbox, the script and the stdin of an execute call's params, checked in the
+/// original's order (the lease ID first).
+fn command_of(
+    params: &Value,
+) -> std::result::Result<(String, String, Option<String>), ProviderError> {
     let id = identifier(lease_of(params)?.get("providerLeaseId"))?;
     let script = script_for_params(params)?;
     let stdin = match params.get("stdin") {
@@ -83,7 +114,7 @@ pub async fn execute_stream(
         // `String(value)`, as a JS template or fetch body would have written it.
         Some(other) => Some(value::to_string(other)),
     };
-    execute_script(client, &id, script, stdin, signal, log).await
+    Ok((id, script, stdin))
 }
 
 /// Runs an already built wrapper script in sandbox `id` (an identifier) as `/bin/bash -lc`.

@@ -3,7 +3,8 @@
 //! `stream: true`, NDJSON frames `{"stdout":…}` / `{"stderr":…}` / `{"hb":true}` ending in
 //! `{"exit_code":N}`. The API has no stdin, env, cwd or timeout for it (the vendor's SDK notes
 //! the control plane drops stdin and env): commands run in the workspace with the sandbox's
-//! `envs`, stdin empty. Closing the stream kills the command.
+//! `envs`, stdin empty. Closing the stream kills the command, unless the request carries a
+//! `keepRunning` fault: then it runs on (what the real service does is not documented).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,8 +19,9 @@ use tokio::sync::mpsc;
 
 use super::command::argv;
 use super::envelope::{ApiError, ok};
+use super::faults::RunsOn;
 use super::ndjson::{self, ChunkSender, EXEC_HEARTBEAT, heartbeat, line};
-use super::pump::{Event, run_piped};
+use super::pump::{Event, OnClose, run_piped};
 use super::request_types::{self, EXEC_REQUEST};
 use super::state::App;
 use super::users::User;
@@ -29,6 +31,7 @@ use js_compat::utf8::Utf8Decoder;
 pub async fn exec(
     State(app): State<Arc<App>>,
     Extension(user): Extension<User>,
+    runs_on: Option<Extension<RunsOn>>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
@@ -43,7 +46,11 @@ pub async fn exec(
     };
     let io = IoMode::Pipes { stdin: false };
     let (launched, guard) = app.launch(&sb, argv, None, &[], io)?;
-    let events = run_piped(launched, guard, None, app.opts.frame_bytes);
+    let on_close = match runs_on {
+        Some(_) => OnClose::RunOn,
+        None => OnClose::Kill,
+    };
+    let events = run_piped(launched, guard, None, app.opts.frame_bytes, on_close);
     if stream {
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(stream_frames(events, tx, app.settings.heartbeat_interval()));
@@ -78,7 +85,8 @@ async fn stream_frames(mut events: mpsc::Receiver<Event>, tx: ChunkSender, hb_ev
                 None => return,
             },
             _ = hb.tick() => Some(Bytes::from_static(EXEC_HEARTBEAT)),
-            // Client gone: returning drops `events`, and the pump kills the command.
+            // Client gone: returning drops `events`, and the pump kills the command (unless
+            // a `keepRunning` fault said to let it run on).
             _ = tx.closed() => return,
         };
         if let Some(frame) = frame

@@ -120,9 +120,24 @@ pub enum FaultAction {
         #[serde(default)]
         end: bool,
     },
+    /// The request is served as usual, but a client that goes away ends nothing: the exec's
+    /// command runs on until it exits, its output read and dropped. Without it the emulator
+    /// kills the command's tree when its reader goes away; what the real service does is not
+    /// documented, so this is the other case a client has to survive.
+    KeepRunning,
 }
 
+/// The mark [`FaultAction::KeepRunning`] leaves on the request it fired on, for the handler.
+#[derive(Debug, Clone, Copy)]
+pub struct RunsOn;
+
 impl FaultAction {
+    /// Faults that leave the request and its reply alone and change what the handler does
+    /// (it reads them from the request's extensions).
+    pub fn is_handler_fault(&self) -> bool {
+        matches!(self, FaultAction::KeepRunning)
+    }
+
     /// Faults that only change the response body as it streams.
     pub fn is_stream_fault(&self) -> bool {
         matches!(

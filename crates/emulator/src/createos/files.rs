@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::envelope::{ApiError, ok};
 use super::ndjson::body_from_channel;
-use super::pump::{Event, run_piped};
+use super::pump::{Event, OnClose, run_piped};
 use super::state::App;
 use super::users::User;
 use crate::sandbox_runner::IoMode;
@@ -61,7 +61,7 @@ pub async fn upload(
     let size = body.len();
     let argv = transfer_argv(UPLOAD, path.clone());
     let (launched, guard) = app.launch(&sb, argv, Some("/"), &[], IoMode::Pipes { stdin: true })?;
-    let mut events = run_piped(launched, guard, Some(body), FILE_CHUNK);
+    let mut events = run_piped(launched, guard, Some(body), FILE_CHUNK, OnClose::Kill);
     let mut stderr = Vec::new();
     while let Some(ev) = events.recv().await {
         match ev {
@@ -90,7 +90,7 @@ pub async fn download(
     let argv = transfer_argv(DOWNLOAD, path.clone());
     let (launched, guard) =
         app.launch(&sb, argv, Some("/"), &[], IoMode::Pipes { stdin: false })?;
-    let mut events = run_piped(launched, guard, None, FILE_CHUNK);
+    let mut events = run_piped(launched, guard, None, FILE_CHUNK, OnClose::Kill);
     // Wait for the marker byte (success) or an early exit (failure) before choosing a status.
     let first = loop {
         match events.recv().await {

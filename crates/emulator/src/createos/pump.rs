@@ -15,14 +15,25 @@ pub enum Event {
     Exit { info: ExitInfo },
 }
 
-/// Feeds `stdin` (then closes it), reads both output pipes in `chunk`-sized pieces, and kills
-/// the tree when the receiver is dropped (client gone). No deadline: the API has none for
-/// exec, and file transfers end with their data.
+/// What the end of the events' reader (the client gone) does to the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnClose {
+    /// Kill the tree: what the emulator does unless a fault says otherwise.
+    Kill,
+    /// Nothing: the command runs on to its exit, its output read and dropped
+    /// (`FaultAction::KeepRunning`).
+    RunOn,
+}
+
+/// Feeds `stdin` (then closes it), reads both output pipes in `chunk`-sized pieces, and, as
+/// `on_close` says, kills the tree when the receiver is dropped (client gone). No deadline: the
+/// API has none for exec, and file transfers end with their data.
 pub fn run_piped(
     launched: Launched,
     guard: TreeGuard,
     stdin: Option<Bytes>,
     chunk: usize,
+    on_close: OnClose,
 ) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel(32);
     let Launched {
@@ -52,14 +63,19 @@ pub fn run_piped(
             )
         };
         tokio::pin!(readers);
-        let (mut readers_done, mut killed) = (false, false);
+        let (mut readers_done, mut gone) = (false, false);
         let wait = tree.wait(&mut child);
         tokio::pin!(wait);
         let info = loop {
             tokio::select! {
                 _ = &mut readers, if !readers_done => readers_done = true,
                 status = &mut wait => break status,
-                _ = tx.closed(), if !killed => { killed = true; tree.kill(); }
+                _ = tx.closed(), if !gone => {
+                    gone = true;
+                    if on_close == OnClose::Kill {
+                        tree.kill();
+                    }
+                }
             }
         };
         // bwrap is gone, so the namespace is too: the pipes reach EOF promptly.
@@ -72,6 +88,9 @@ pub fn run_piped(
     rx
 }
 
+/// Reads `pipe` to its end into `tx`. Once `tx` has no receiver the rest is read and dropped,
+/// so that a command left running (`OnClose::RunOn`) never blocks on a full pipe or dies of a
+/// broken one; a killed command's pipe ends at once.
 async fn forward(
     mut pipe: impl AsyncRead + Unpin,
     chunk: usize,
@@ -79,18 +98,17 @@ async fn forward(
     wrap: fn(Bytes) -> Event,
 ) {
     let mut buf = vec![0u8; chunk.max(1)];
+    let mut receiver = true;
     loop {
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if tx
+            Ok(n) if receiver => {
+                receiver = tx
                     .send(wrap(Bytes::copy_from_slice(&buf[..n])))
                     .await
-                    .is_err()
-                {
-                    return;
-                }
+                    .is_ok();
             }
+            Ok(_) => {}
         }
     }
 }

@@ -17,7 +17,7 @@ use tower::ServiceExt;
 
 use super::catalog;
 use super::envelope::{ApiError, error_envelope};
-use super::faults::FaultAction;
+use super::faults::{FaultAction, RunsOn};
 use super::ndjson::body_from_channel;
 use super::state::App;
 use super::stream_faults;
@@ -77,8 +77,13 @@ async fn handle(app: Arc<App>, api: Router, control: Router, req: Request<Incomi
     let fault =
         serve::select_fault(&app.log, &app.faults, seq, &method, &path, query.as_deref()).await;
 
+    if let Some(FaultAction::KeepRunning) = &fault {
+        parts.extensions.insert(RunsOn);
+    }
     let reply = match &fault {
-        Some(f) if !f.is_stream_fault() && !replaces_after(f) => fault_reply(f),
+        Some(f) if !f.is_stream_fault() && !replaces_after(f) && !f.is_handler_fault() => {
+            fault_reply(f)
+        }
         _ if !authorized && !public => Ok(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",

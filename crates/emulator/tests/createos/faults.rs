@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use emulator::createos::FaultRule;
 use serde_json::{Value, json};
 
-use crate::common::{Http, Line, start};
+use crate::common::{Http, Line, eventually, no_live_processes, start};
 
 fn rule(v: Value) -> FaultRule {
     serde_json::from_value(v).expect("valid fault rule")
@@ -229,6 +229,34 @@ async fn stream_faults_apply_to_streaming_exec() {
     );
     // The one-shot exec (no stream=true query) is not matched.
     assert_eq!(http.bash(&id, "echo ok").await["stdout"], "ok\n");
+}
+
+#[tokio::test]
+async fn under_keep_running_a_closed_exec_stream_ends_nothing() {
+    let (emu, http) = start(|_| {}).await;
+    let id = http.sandbox().await;
+    emu.add_fault(rule(json!({
+        "method": "POST", "path": "/v1/sandboxes/*/exec", "query": "stream=true",
+        "action": { "kind": "keepRunning" }
+    })));
+    // Once its reader is gone, it prints a megabyte (more than a pipe holds: its output is
+    // still read) and then leaves a file.
+    let script = "echo started; until [ -e /tmp/go ]; do sleep 0.01; done; \
+                  head -c 1000000 /dev/zero; echo finished > /paperclip-workspace/finished";
+    let body = json!({ "cmd": "/bin/bash", "args": ["-c", script], "stream": true });
+    let (_, mut frames) = http.exec_stream(&id, body).await;
+    assert!(matches!(frames.next().await, Line::Frame(f) if f == json!({ "stdout": "started\n" })));
+    drop(frames);
+    assert_eq!(http.bash(&id, "touch /tmp/go").await["exit_code"], 0);
+    let finished = eventually(Duration::from_secs(10), || async {
+        http.bash(&id, "cat /paperclip-workspace/finished 2>/dev/null")
+            .await["stdout"]
+            == "finished\n"
+    })
+    .await;
+    assert!(finished, "the command was ended with its stream");
+    no_live_processes(&emu).await;
+    assert_eq!(emu.faults()[0].fired, 1);
 }
 
 #[tokio::test]

@@ -109,6 +109,53 @@ describe("paperclip-sandbox check --emulator", () => {
     expect(stdout).toContain("[stdout] wrote output.txt");
     expect(stdout).not.toMatch(/apiVersion|BEGIN CERTIFICATE|token:/);
     expect(stdout).toContain("result    PASSED (exit 0)");
+    // The probe's checks, one per line under its step.
+    expect(stdout).toMatch(
+      new RegExp(
+        [
+          "✓ probe \\(\\d+ ms\\)  Kubernetes cluster reachable\\. Tenant namespace: paperclip-paperclip-check\\.",
+          " {6}Sandbox API agents\\.x-k8s\\.io: served in v1alpha1; leases use v1alpha1\\.",
+          " {6}Permissions: all \\d+ the config needs are granted\\.",
+          " {6}Tenant namespace paperclip-paperclip-check: (exists|does not exist yet; the first lease creates it)\\.",
+          ' {6}Runtime image for adapter "claude_local": \\S+ is a valid reference\\.',
+        ].join("\n"),
+      ),
+    );
+  }, 60_000);
+
+  it("--deep runs the adapter's probe command in one more lease, each step timed", async () => {
+    // The emulator runs commands on this machine, which has no `claude`: the adapter's probe
+    // command comes from the config's adapter entry, as an operator's image would answer it.
+    const file = await configFile("deep.json", {
+      adapters: [{ adapterType: "claude_local", runtimeImage: "ghcr.io/acme/agent:1", probeCommand: ["sh", "-c", "echo probe-ok"] }],
+    });
+    const { code, stdout } = await runCli(["check", "--provider", "kubernetes", "--emulator", "--config", file, "--deep"]);
+    expect(code, stdout).toBe(0);
+    const deep = [
+      /✓ \[sandbox-cr\] deep: acquire lease for claude_local \(ghcr\.io\/acme\/agent:1\) \(\d+ ms\)  paperclip-paperclip-check\/pc-/,
+      /✓ \[sandbox-cr\] deep: execute sh -c echo probe-ok \(\d+ ms\)  exit 0: probe-ok/,
+      /✓ \[sandbox-cr\] deep: release lease \(\d+ ms\)/,
+      /✓ \[sandbox-cr\] acquire lease \(\d+ ms\)/,
+    ];
+    let at = stdout.indexOf("✓ probe");
+    for (const step of deep) {
+      const found = stdout.slice(at).search(step);
+      expect(found, `${step} after the probe, in order:\n${stdout}`).toBeGreaterThan(0);
+      at += found;
+    }
+    expect(stdout).toContain("result    PASSED (exit 0)");
+  }, 60_000);
+
+  it("a probe that fails a check prints every line and is explained", async () => {
+    const file = await configFile("bad-image.json", { adapters: [{ adapterType: "claude_local", runtimeImage: "ghcr.io/Acme/agent:1" }] });
+    const { code, stdout } = await runCli(["check", "--provider", "kubernetes", "--emulator", "--config", file]);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/✗ probe \(\d+ ms\): Kubernetes cluster reachable, but 1 of \d+ checks failed\. Tenant namespace: paperclip-paperclip-check\./);
+    expect(stdout).toMatch(/\n {6}Permissions: all \d+ the config needs are granted\.\n/);
+    expect(stdout).toContain('      Kubernetes runtime image for adapter "claude_local" is not a valid image reference: "ghcr.io/Acme/agent:1"');
+    expect(stdout).not.toContain("acquire lease");
+    expect(stdout).toContain('result    FAILED at "probe" (exit 1)');
+    expect(stdout).toContain("code      K8S_PROBE_CHECKS_FAILED");
   }, 60_000);
 
   it("runs the job backend with --json: progress on stderr, a JSON report on stdout", async () => {
@@ -171,6 +218,7 @@ describe("paperclip-sandbox check: usage and config errors exit 2", () => {
       ["check", "--provider", "createos", "--emulator", "--backend", "job"],
       ["check", "--provider", "kubernetes", "--emulator", "--backend", "vm"],
       ["check", "--provider", "kubernetes", "--emulator", "--frobnicate"],
+      ["check", "--provider", "createos", "--emulator", "--deep"],
     ]) {
       const { code, stderr } = await runCli(args);
       expect(code, args.join(" ")).toBe(2);

@@ -55,7 +55,14 @@ describe("Kubernetes lifecycles through a forked worker", () => {
 
   it("probes the cluster", async () => {
     const probe = await worker.call("environmentProbe", { ...base, config: configFor("sandbox-cr") }, { invocation: invocation("inv-probe") });
-    expect(probe).toMatchObject({ ok: true, summary: "Kubernetes cluster reachable. Tenant namespace: paperclip-acme." });
+    expect(probe.ok, probe.summary).toBe(true);
+    // The original's line first, then one line per check (issue #37).
+    const lines = probe.summary.split("\n");
+    expect(lines[0]).toBe("Kubernetes cluster reachable. Tenant namespace: paperclip-acme.");
+    expect(lines).toContain("Sandbox API agents.x-k8s.io: served in v1alpha1; leases use v1alpha1.");
+    expect(lines.some((line) => /^Permissions: all \d+ the config needs are granted\.$/.test(line)), probe.summary).toBe(true);
+    expect(probe.metadata).toMatchObject({ namespace: "paperclip-acme", provider: "kubernetes", adapter: { adapterType: "claude_local" } });
+    expect(probe.metadata.checks.every((check) => check.ok)).toBe(true);
   });
 
   it("runs a sandbox-cr lease: acquire, realize, sync in, execute with streamed output, sync out, release", async () => {

@@ -15,6 +15,35 @@ const plugins = [
   { dir: "kubernetes", packageName: "@paperclipai/plugin-kubernetes", id: "paperclip.kubernetes-sandbox-provider", driverKey: "kubernetes" },
 ];
 
+/**
+ * What this implementation changes in a recorded manifest's config schema, each listed with its
+ * reason in docs/wire-parity.md: properties it adds (which must carry a description, so the
+ * host's form explains them) and properties whose description it rewrites. Everything else
+ * must equal the recording byte for byte.
+ */
+const CONFIG_SCHEMA_CHANGES = {
+  createos: { added: [], described: [] },
+  kubernetes: {
+    // Issue #37: the operator's image overrides, declared so the host's form shows them.
+    // Issue #37: how long the ready-wait lets a pod stay unschedulable.
+    added: ["runtimeImages", "unschedulableGraceSec"],
+    // Issue #37: the accepted forms (a bare host/path; a scheme is dropped).
+    described: ["imageRegistry"],
+  },
+};
+
+/** The manifest with this implementation's config-schema changes taken back out. */
+function withoutConfigSchemaChanges(dir, manifest) {
+  const { added, described } = CONFIG_SCHEMA_CHANGES[dir];
+  const copy = structuredClone(manifest);
+  for (const driver of copy.environmentDrivers ?? []) {
+    const properties = driver.configSchema?.properties ?? {};
+    for (const key of added) delete properties[key];
+    for (const key of described) delete properties[key]?.description;
+  }
+  return copy;
+}
+
 describe.each(plugins)("$packageName manifest", ({ dir, packageName, id, driverKey }) => {
   const packageRoot = path.join(repoRoot, "plugins", dir);
 
@@ -26,10 +55,26 @@ describe.each(plugins)("$packageName manifest", ({ dir, packageName, id, driverK
 
     const manifest = (await import(path.join(packageRoot, "dist/manifest.js"))).default;
     const [golden] = loadCases(`${dir}/manifest.json`);
-    expect(JSON.stringify(manifest)).toBe(JSON.stringify(golden.expected.returns));
+    const recorded = withoutConfigSchemaChanges(dir, golden.expected.returns);
+    expect(JSON.stringify(withoutConfigSchemaChanges(dir, manifest))).toBe(JSON.stringify(recorded));
     expect(manifest.id).toBe(id);
     expect(manifest.environmentDrivers.map((d) => [d.driverKey, d.kind])).toEqual([[driverKey, "sandbox_provider"]]);
     expect(manifest.entrypoints.worker).toBe("./dist/worker.js");
+  });
+
+  it("declares each added config property with a description, and rewrites only the listed descriptions", async () => {
+    const manifest = (await import(path.join(packageRoot, "dist/manifest.js"))).default;
+    const [golden] = loadCases(`${dir}/manifest.json`);
+    const { added, described } = CONFIG_SCHEMA_CHANGES[dir];
+    const properties = manifest.environmentDrivers[0].configSchema.properties;
+    const recorded = golden.expected.returns.environmentDrivers[0].configSchema.properties;
+    for (const key of added) {
+      expect(recorded[key], key).toBeUndefined();
+      expect(properties[key]?.description, key).toMatch(/\S/);
+    }
+    for (const key of described) {
+      expect(properties[key].description, key).not.toBe(recorded[key].description);
+    }
   });
 
   it("passes the host's own manifest schema", async () => {

@@ -18,7 +18,7 @@ Commands:
   check               Run a full lease lifecycle (validate, probe, acquire, realize, sync
                       in, execute, sync out, release) through the real plugin worker against
                       the environment a config names: --provider createos|kubernetes
-                      --config FILE [--backend sandbox-cr|job] [--emulator] [--json].
+                      --config FILE [--backend sandbox-cr|job] [--deep] [--emulator] [--json].
                       See paperclip-sandbox check --help.
 
 Options:
@@ -164,8 +164,9 @@ const CHECK_USAGE = `Usage: paperclip-sandbox check --provider createos|kubernet
 
 Runs a full lease lifecycle through the real plugin worker, forked as the Paperclip host forks it:
 validate -> probe -> acquire -> realize -> sync in -> execute (live output) -> sync out -> release
-(Kubernetes job backend: acquire -> execute -> release). Whatever was acquired is destroyed when
-a step fails or on Ctrl-C.
+(Kubernetes job backend: acquire -> execute -> release). The Kubernetes probe prints one check per
+line: the Sandbox API, every permission the config needs, the tenant namespace, the runtime images.
+Whatever was acquired is destroyed when a step fails or on Ctrl-C.
 
 Options:
   --provider NAME     createos or kubernetes.
@@ -173,6 +174,9 @@ Options:
                       apiUrl, apiKey, shape…; Kubernetes: kubeconfig or inCluster, companySlug…).
                       CreateOS on the official endpoint may take the key from CREATEOS_API_KEY.
   --backend NAME      Kubernetes only: sandbox-cr (default, or the config's backend) or job.
+  --deep              Kubernetes only: after the probe, one more lease that runs the adapter's
+                      own probe command (e.g. claude --version) in its image: acquire -> execute
+                      -> release, each step timed.
   --emulator          Run against the embedded emulator; the endpoint and credentials in FILE
                       are ignored, and FILE is optional.
   --json              Progress on stderr; a JSON report on stdout.
@@ -187,7 +191,7 @@ const EXIT_INTERRUPTED = 130;
 class UsageError extends Error {}
 
 function parseCheckArgs(args) {
-  const options = { emulator: false, json: false };
+  const options = { emulator: false, json: false, deep: false };
   const takes = { "--provider": "provider", "--config": "config", "--backend": "backend" };
   for (let i = 0; i < args.length; i += 1) {
     let arg = args[i];
@@ -200,6 +204,7 @@ function parseCheckArgs(args) {
     if (arg === "-h" || arg === "--help") options.help = true;
     else if (arg === "--emulator") options.emulator = true;
     else if (arg === "--json") options.json = true;
+    else if (arg === "--deep") options.deep = true;
     else if (takes[arg]) {
       if (value === undefined) {
         value = args[i + 1];
@@ -214,6 +219,7 @@ function parseCheckArgs(args) {
   if (!["createos", "kubernetes"].includes(options.provider)) {
     throw new UsageError(`--provider must be createos or kubernetes, not ${JSON.stringify(options.provider)}`);
   }
+  if (options.deep && options.provider !== "kubernetes") throw new UsageError("--deep applies to --provider kubernetes only");
   if (options.backend !== undefined) {
     if (options.provider !== "kubernetes") throw new UsageError("--backend applies to --provider kubernetes only");
     if (!["sandbox-cr", "job"].includes(options.backend)) {
@@ -347,7 +353,7 @@ async function check(args) {
     reporter.line(`  config: ${JSON.stringify(maskConfig(config))}`);
     if (!interrupted) {
       const targetGone = () => emulators.some((emulator) => emulator.child.exitCode !== null || emulator.child.signalCode !== null);
-      lifecycle = new Lifecycle({ provider, config, backends, reporter, workerEnv, targetGone });
+      lifecycle = new Lifecycle({ provider, config, backends, reporter, workerEnv, targetGone, deep: options.deep });
       result = await lifecycle.run();
     }
   } catch (error) {
@@ -408,6 +414,7 @@ async function check(args) {
       provider,
       backend,
       emulator: options.emulator,
+      deep: options.deep,
       target: target ?? null,
       config: maskConfig(config),
       seconds: Number(seconds),

@@ -1,8 +1,13 @@
 // One lease lifecycle through a forked plugin worker, shared by `npm start` (scripts/start.js) and
 // `paperclip-sandbox check` (bin/paperclip-sandbox.js):
 //
-//   fork + initialize -> validate -> probe -> acquire -> realize -> sync in a small workspace ->
-//   execute (output streams live) -> sync out (and verify) -> release -> shutdown
+//   fork + initialize -> validate -> probe (its summary, one check per line) -> acquire -> realize
+//   -> sync in a small workspace -> execute (output streams live) -> sync out (and verify) ->
+//   release -> shutdown
+//
+// With `deep` (`check --deep`), one more lease right after the probe: acquire -> execute the
+// adapter's probe command (`metadata.adapter.probeCommand` of the probe, e.g. `claude --version`)
+// -> release, each step timed.
 //
 // (Kubernetes `job` leases: acquire -> execute -> release; that backend has no workspace.)
 //
@@ -208,6 +213,8 @@ export class Lifecycle {
   #fresh = null;
   worker = null;
   interrupted = false;
+  /** The probe's result (its `metadata.adapter` is what `deep` runs). */
+  probe = null;
 
   constructor({
     provider,
@@ -220,9 +227,10 @@ export class Lifecycle {
     runId = "paperclip-check",
     graceMs = DEFAULT_GRACE_MS,
     targetGone = null,
+    deep = false,
   }) {
     if (provider !== "createos" && provider !== "kubernetes") throw new Error(`unknown provider: ${provider}`);
-    Object.assign(this, { provider, config, backends, reporter, workerEnv, companyId, environmentId, runId, graceMs, targetGone });
+    Object.assign(this, { provider, config, backends, reporter, workerEnv, companyId, environmentId, runId, graceMs, targetGone, deep });
   }
 
   #base() {
@@ -307,34 +315,85 @@ export class Lifecycle {
       },
       (r) => `ok=${r.ok}${r.warnings?.length ? `; warnings: ${r.warnings.join("; ")}` : ""}`,
     );
-    await this.#step(
-      "probe",
-      async () => {
-        const result = await this.#call("environmentProbe", { ...this.#base(), config: firstConfig }, this.#invocation());
-        if (!result.ok) throw new Error(result.summary ?? "probe failed");
-        return result;
-      },
-      (r) => r.summary,
-    );
+    // The probe's summary is one check per line (Kubernetes): the first on the step's line, the
+    // others below it, whether the probe passed or not.
+    let probeLines = [];
+    try {
+      this.probe = await this.#step(
+        "probe",
+        async () => {
+          const result = await this.#call("environmentProbe", { ...this.#base(), config: firstConfig }, this.#invocation());
+          const [first, ...rest] = String(result.summary ?? "").split("\n");
+          probeLines = rest;
+          if (!result.ok) throw new Error(first || "probe failed");
+          return result;
+        },
+        (r) => String(r.summary ?? "").split("\n")[0],
+      );
+    } finally {
+      for (const line of probeLines) this.reporter.note(line);
+    }
+    if (this.deep) for (const backend of this.backends) await this.#deepLease(backend);
     for (const backend of this.backends) await this.#leaseLifecycle(backend);
   }
 
-  async #leaseLifecycle(backend) {
+  /**
+   * `check --deep`: one whole lease that runs the adapter's own probe command (which the probe
+   * reports in `metadata.adapter`), each step timed: acquire -> execute -> release.
+   */
+  async #deepLease(backend) {
+    const adapter = this.probe?.metadata?.adapter;
+    const argv = adapter?.probeCommand;
+    const tag = `${backend ? `[${backend}] ` : ""}deep: `;
+    if (!Array.isArray(argv) || argv.length === 0) {
+      await this.#step(`${tag}the adapter's probe command`, async () => {
+        throw new Error("the probe named no adapter probe command (metadata.adapter), so there is nothing to run");
+      });
+    }
     const config = this.#configFor(backend);
-    const tag = backend ? `[${backend}] ` : "";
-    const lease = await this.#step(
-      `${tag}acquire lease`,
+    const lease = await this.#acquire(`${tag}acquire lease for ${adapter.adapterType} (${adapter.runtimeImage})`, config, `${this.runId}-deep-${backend ?? "run"}`);
+    await this.#step(
+      `${tag}execute ${argv.join(" ")}`,
+      () => this.#execute({ ...this.#base(), config, lease, command: argv[0], args: argv.slice(1), timeoutMs: 120_000 }),
+      (r) => `exit ${r.exitCode}${r.stdout?.trim() ? `: ${r.stdout.trim().split("\n")[0]}` : ""}`,
+    );
+    await this.#release(`${tag}release lease`, config, lease);
+  }
+
+  /** Acquires a lease (tracked for cleanup until released). */
+  #acquire(label, config, runId) {
+    return this.#step(
+      label,
       async () => {
-        const acquired = await this.#call(
-          "environmentAcquireLease",
-          { ...this.#base(), config, runId: `${this.runId}-${backend ?? "run"}` },
-          this.#invocation(),
-        );
+        const acquired = await this.#call("environmentAcquireLease", { ...this.#base(), config, runId }, this.#invocation());
         this.#leases.set(acquired.providerLeaseId, { lease: acquired, config });
         return acquired;
       },
       (l) => (this.provider === "kubernetes" ? `${l.metadata?.namespace}/${l.providerLeaseId}` : `sandbox ${l.providerLeaseId}`),
     );
+  }
+
+  /** Releases a lease; one whose release failed stays tracked, so cleanup destroys it. */
+  async #release(label, config, lease) {
+    this.#leases.delete(lease.providerLeaseId);
+    try {
+      await this.#step(label, () =>
+        this.#call(
+          "environmentReleaseLease",
+          { ...this.#base(), config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata },
+          this.#invocation(),
+        ),
+      );
+    } catch (error) {
+      this.#leases.set(lease.providerLeaseId, { lease, config });
+      throw error;
+    }
+  }
+
+  async #leaseLifecycle(backend) {
+    const config = this.#configFor(backend);
+    const tag = backend ? `[${backend}] ` : "";
+    const lease = await this.#acquire(`${tag}acquire lease`, config, `${this.runId}-${backend ?? "run"}`);
 
     if (backend === "job") {
       await this.#step(
@@ -412,19 +471,7 @@ export class Lifecycle {
       );
     }
 
-    this.#leases.delete(lease.providerLeaseId);
-    try {
-      await this.#step(`${tag}release lease`, () =>
-        this.#call(
-          "environmentReleaseLease",
-          { ...this.#base(), config, providerLeaseId: lease.providerLeaseId, leaseMetadata: lease.metadata },
-          this.#invocation(),
-        ),
-      );
-    } catch (error) {
-      this.#leases.set(lease.providerLeaseId, { lease, config });
-      throw error;
-    }
+    await this.#release(`${tag}release lease`, config, lease);
   }
 
   /** A local directory with the workspace to sync in: check.sh and input.txt. */

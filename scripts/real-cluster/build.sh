@@ -12,7 +12,8 @@
 #                                         the recipe and of the Debian packages they are made from
 #
 # Prints, when everything is there, shell assignments on stdout (one a line):
-#   KUBE_BIN=… AGENT_SANDBOX_BIN=… AGENT_SANDBOX_CRDS=… IMAGES_DIR=… AGENT_IMAGE=… PAUSE_IMAGE=…
+#   KUBE_BIN=… AGENT_SANDBOX_BIN=… AGENT_SANDBOX_CRDS=… IMAGES_DIR=… AGENT_IMAGE=… AGENT_REGISTRY=…
+#   AGENT_REGISTRY_IMAGE=… PAUSE_IMAGE=…
 # Each piece that is missing is built first, with a progress line on stderr saying what and
 # about how long it takes.
 #

@@ -8,7 +8,11 @@
 #              /bin/sh, busybox-static (the other tools), tini-static at /usr/bin/tini, GNU tar and GNU find with their
 #              shared libraries (the in-pod sync scripts use `tar --no-xattrs`, `-C /proc/self/fd/9`
 #              and `find -printf`, which busybox lacks), and /usr/local/bin/paperclip-agent-shim,
-#              the Job backend's command (prints a line and exits 0)
+#              the Job backend's command (prints a line and exits 0). The same image is also
+#              tagged AGENT_REGISTRY_IMAGE, the name the claude_local built-in image gets under
+#              `imageRegistry: <AGENT_REGISTRY>` (the tests of issue #37 run it through that
+#              rewrite, with and without a scheme; its tag must be the built-in's, which
+#              crates/kubernetes/tests/real_cluster/images.rs checks)
 #
 #   scripts/real-cluster/images.sh OUT_DIR
 #
@@ -22,6 +26,9 @@ out=$(cd "$out" && pwd)
 
 AGENT_IMAGE=localhost/paperclip-test/agent:1
 PAUSE_IMAGE=localhost/paperclip-test/pause:1
+# A registry no one serves (`.invalid`): the image is imported under this name, never pulled.
+AGENT_REGISTRY=registry.paperclip-test.invalid:5000/acme
+AGENT_REGISTRY_IMAGE=$AGENT_REGISTRY/agent-runtime-claude:git-38d8f371722b315d2fb3bbaa512518742e33ce2f
 
 fail() { echo "images.sh: $*" >&2; exit 1; }
 [ -x /bin/busybox ] || fail "/bin/busybox is missing: apt-get install busybox-static"
@@ -48,7 +55,8 @@ copy_with_libs() {
   done
 }
 
-# One-layer `docker save` archive of ROOT named NAME, with the given JSON `config` (Env, Cmd...).
+# One-layer `docker save` archive of ROOT named NAME (one or more names, space-separated), with
+# the given JSON `config` (Env, Cmd...).
 docker_archive() {
   local root=$1 name=$2 config=$3 archive=$4 dir layer_sha config_json config_sha
   dir=$work/archive.$(basename "$archive" .tar)
@@ -60,7 +68,9 @@ docker_archive() {
   config_sha=$(printf '%s' "$config_json" | sha256sum | cut -d' ' -f1)
   printf '%s' "$config_json" >"$dir/$config_sha.json"
   mv "$dir/layer" "$dir/$layer_sha"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$config_sha" "$name" "$layer_sha" >"$dir/manifest.json"
+  local tags
+  tags=$(printf '"%s",' $name)
+  printf '[{"Config":"%s.json","RepoTags":[%s],"Layers":["%s/layer.tar"]}]' "$config_sha" "${tags%,}" "$layer_sha" >"$dir/manifest.json"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$dir" -cf "$archive.partial" .
   mv "$archive.partial" "$archive"
 }
@@ -98,8 +108,9 @@ chmod 755 "$r/usr/local/bin/paperclip-agent-shim"
 printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'paperclip:x:1000:1000:paperclip:/home/paperclip:/bin/sh' \
   'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >"$r/etc/passwd"
 printf '%s\n' 'root:x:0:' 'paperclip:x:1000:' 'nogroup:x:65534:' >"$r/etc/group"
-docker_archive "$r" "$AGENT_IMAGE" \
+docker_archive "$r" "$AGENT_IMAGE $AGENT_REGISTRY_IMAGE" \
   '{"Env":["PATH=/usr/local/bin:/usr/bin:/bin","HOME=/home/paperclip"],"Cmd":["/bin/sh"],"WorkingDir":"/"}' \
   "$out/agent.tar"
 
-printf 'AGENT_IMAGE=%s\nPAUSE_IMAGE=%s\n' "$AGENT_IMAGE" "$PAUSE_IMAGE" >"$out/images.env"
+printf 'AGENT_IMAGE=%s\nAGENT_REGISTRY=%s\nAGENT_REGISTRY_IMAGE=%s\nPAUSE_IMAGE=%s\n' \
+  "$AGENT_IMAGE" "$AGENT_REGISTRY" "$AGENT_REGISTRY_IMAGE" "$PAUSE_IMAGE" >"$out/images.env"

@@ -11,7 +11,8 @@
 #   scripts/real-cluster/node.sh check         # only the requirements (root, packages, cgroups)
 #
 # `up` prints one JSON line on stdout when the node is Ready and untainted:
-#   {"dir":…,"server":…,"kubeconfig":…,"node":…,"images":{"agent":…,"pause":…},
+#   {"dir":…,"server":…,"kubeconfig":…,"node":…,"images":{"agent":…,"pause":…,"agentRegistry":…,
+#    "agentRegistryImage":…},
 #    "agentSandboxVersion":…,"pids":{…}}
 # then serves until its standard input reaches EOF, SIGINT/SIGTERM, or a component exits; then it
 # stops everything and leaves the host as it found it: processes (every one in the node's own
@@ -255,9 +256,10 @@ else
   built=$("$here/build.sh")
 fi
 KUBE_BIN="" AGENT_SANDBOX_BIN="" AGENT_SANDBOX_CRDS="" AGENT_SANDBOX_VERSION="" IMAGES_DIR="" AGENT_IMAGE="" PAUSE_IMAGE=""
+AGENT_REGISTRY="" AGENT_REGISTRY_IMAGE=""
 while IFS='=' read -r key value; do
   case "$key" in
-    KUBE_BIN | AGENT_SANDBOX_BIN | AGENT_SANDBOX_CRDS | AGENT_SANDBOX_VERSION | IMAGES_DIR | AGENT_IMAGE | PAUSE_IMAGE) printf -v "$key" '%s' "$value" ;;
+    KUBE_BIN | AGENT_SANDBOX_BIN | AGENT_SANDBOX_CRDS | AGENT_SANDBOX_VERSION | IMAGES_DIR | AGENT_IMAGE | PAUSE_IMAGE | AGENT_REGISTRY | AGENT_REGISTRY_IMAGE) printf -v "$key" '%s' "$value" ;;
   esac
 done <<<"$built"
 for b in kubelet kube-scheduler kubectl; do [ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b is missing"; done
@@ -457,6 +459,7 @@ done
 # before ctr has written the following lines (SIGPIPE).
 images=$(ctr_ images ls -q) || fail "could not list containerd's images" images
 grep -qx "$AGENT_IMAGE" <<<"$images" || fail "the agent image $AGENT_IMAGE is not in containerd after the import" images
+grep -qx "$AGENT_REGISTRY_IMAGE" <<<"$images" || fail "the agent image's registry name $AGENT_REGISTRY_IMAGE is not in containerd after the import" images
 grep -qx "$PAUSE_IMAGE" <<<"$images" || fail "the pause image $PAUSE_IMAGE is not in containerd after the import" images
 
 # --- the control plane (one recipe: scripts/real-apiserver/control-plane.sh) ----------------------
@@ -548,8 +551,8 @@ setpriv --pdeathsig KILL -- cat <&3 >/dev/null 6>&- 7>&- &
 pids[stdin-watch]=$!
 exec 3<&-
 
-printf '{"dir":"%s","server":"%s","kubeconfig":"%s","node":"%s","images":{"agent":"%s","pause":"%s"},"agentSandboxVersion":"%s","pids":{"containerd":%s,"controlPlane":%s,"kubeScheduler":%s,"kubelet":%s,"agentSandboxController":%s}}\n' \
-  "$dir" "$server" "$kubeconfig" "$NODE_NAME" "$AGENT_IMAGE" "$PAUSE_IMAGE" "$AGENT_SANDBOX_VERSION" \
+printf '{"dir":"%s","server":"%s","kubeconfig":"%s","node":"%s","images":{"agent":"%s","pause":"%s","agentRegistry":"%s","agentRegistryImage":"%s"},"agentSandboxVersion":"%s","pids":{"containerd":%s,"controlPlane":%s,"kubeScheduler":%s,"kubelet":%s,"agentSandboxController":%s}}\n' \
+  "$dir" "$server" "$kubeconfig" "$NODE_NAME" "$AGENT_IMAGE" "$PAUSE_IMAGE" "$AGENT_REGISTRY" "$AGENT_REGISTRY_IMAGE" "$AGENT_SANDBOX_VERSION" \
   "${pids[containerd]}" "$CONTROL_PLANE_PID" "${pids[kube-scheduler]}" "${pids[kubelet]}" "${pids[agent-sandbox-controller]}"
 say "node $NODE_NAME ready at $server (admin kubeconfig $kubeconfig); stops at EOF on stdin or Ctrl-C"
 

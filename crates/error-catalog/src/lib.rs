@@ -9,7 +9,8 @@
 //! comes from. A test (`tests/audit.rs`) walks the providers' sources so that no message exists
 //! outside this table. From this
 //! table come [`explain`] (message → entry), the addon's `explainError`, the CLI's `explain`
-//! command and `docs/errors.md` ([`render_markdown`]).
+//! command, `docs/errors.md` ([`render_markdown`]) and the troubleshooting table of
+//! `docs/operators.md` ([`render_operator_troubleshooting`]).
 //!
 //! The providers keep throwing plain errors with the exact catalogued text; nothing here changes
 //! a message. The catalogue only reads them.
@@ -18,11 +19,15 @@ mod createos;
 mod docs;
 mod kubernetes;
 mod matcher;
+mod operators;
 
 use std::sync::OnceLock;
 
 pub use docs::render_markdown;
 pub use matcher::Template;
+pub use operators::{
+    OPERATOR_SECTION_END, OPERATOR_SECTION_START, render_operator_troubleshooting,
+};
 pub use sandbox_core::Hook;
 
 /// Which provider raises a message.

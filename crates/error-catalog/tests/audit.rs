@@ -80,6 +80,33 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "line {line}, column {column}",
         "the ${position} of K8S_KUBECONFIG_YAML_INVALID",
     ),
+    // The image-reference grammar's reasons (issue #37).
+    (
+        "kubernetes/src/config/image_reference/mod.rs",
+        "",
+        "the ${reason}s of K8S_CONFIG_IMAGE_REGISTRY_INVALID and K8S_RUNTIME_IMAGE_INVALID: the module's only texts are the grammar's reasons, each asserted by its unit tests",
+    ),
+    (
+        "kubernetes/src/cluster/readiness/pod.rs",
+        "last exit {reason} (exit code {code})",
+        "the start of the ${message} of K8S_POD_CONTAINER_CRASHING (how the container last ended)",
+    ),
+    // The permission list and the RBAC written from it (issue #37).
+    (
+        "kubernetes/src/cluster/permissions.rs",
+        "",
+        "the permission list: each `why` is the ${why} of K8S_PROBE_PERMISSION_MISSING, each condition a comment of docs/rbac/*.yaml",
+    ),
+    (
+        "kubernetes/src/cluster/rbac_yaml.rs",
+        "",
+        "the operator's RBAC files (docs/rbac/*.yaml), written by a test; no hook returns them",
+    ),
+    (
+        "kubernetes/src/cluster/probe_checks/grants.rs",
+        "in namespace ",
+        "the ${place} of K8S_PROBE_PERMISSION_MISSING",
+    ),
     // In-pod shell scripts and commands.
     (
         "kubernetes/src/sync/script.rs",
@@ -232,6 +259,11 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "the in-sandbox command script's staged-stdin line",
     ),
     (
+        "createos/src/exec/end.rs",
+        "",
+        "the module's only texts are in-sandbox shell: the wrapper that lets a timed-out execute's command be ended, and the script of the request that ends it (its outcome is ignored, it has no message)",
+    ),
+    (
         "kubernetes/src/exec/request.rs",
         "head -c {} | {{",
         "the in-pod stdin wrapper (head -c, then the rest of stdin drained after the command)",
@@ -250,6 +282,16 @@ const NOT_MESSAGES: &[(&str, &str, &str)] = &[
         "kubernetes/src/exec/group.rs",
         "f={}; [ -f \"$f\" ] || exit 0",
         "the in-pod kill script sent when an execute's deadline passes",
+    ),
+    (
+        "kubernetes/src/exec/group.rs",
+        "t=; for f in {}; do",
+        "the in-pod kill script worker shutdown sends for the commands of the executes it stopped",
+    ),
+    (
+        "kubernetes/src/exec/group.rs",
+        "t=; for f in {all}*.pid; do",
+        "the in-pod script of resume's kill exec of the commands other workers left (issue #38)",
     ),
     (
         "createos/src/session/login.rs",

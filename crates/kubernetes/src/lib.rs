@@ -29,9 +29,14 @@
 //!   `Kubernetes sandbox lease acquisition failed and cleanup was incomplete.` when that fails.
 //!
 //! Everything else is 1bbb5810. Two wire-parity corrections apply on top: the tenant LimitRange
-//! goes out without `default`, as client-node sends it (docs/wire-parity.md), and a socket that
-//! drops before the exec status frame is reported at the watchdog with the contract's timeout
-//! message, as the original does.
+//! goes out without `default`, as client-node sends it (docs/wire-parity.md). Issue #38: an exec
+//! whose socket drops before the status frame, or whose upgrade the API server refuses, answers
+//! at once with what happened, and only a real timeout is a timed-out execute result; a pod
+//! deleted under an execute is named as such ([`exec::exit_hints`]), and an execute that finds
+//! its pod replaced waits for the new one and runs there.
+//! Issue #38 gives every Sandbox its own end ([`lease::lease_end`]): `spec.shutdownTime` with
+//! `shutdownPolicy: Delete` at create, moved forward by a merge patch while hooks use the lease,
+//! so that the controller deletes a lease nobody uses any more (docs/wire-parity.md).
 //!
 //! # Layout
 //!
@@ -40,9 +45,9 @@
 //! sandbox-core's `module_graph`, along with the size limits (no file over 600 lines, no
 //! function over 120). Top to bottom:
 //!
-//! 1. [`hooks`]: the hooks, one file per family (`acquire`; `lifecycle`: probe, resume, release,
-//!    destroy, realize workspace, shutdown; `execute`; `sync`; `login`), the config stage each
-//!    starts with, and the hook table (`sandbox_core::Provider`) the addon drives.
+//! 1. [`hooks`]: the hooks, one file per family (`acquire`; `probe`; `lifecycle`: resume,
+//!    release, destroy, realize workspace, shutdown; `execute`; `sync`; `login`), the config
+//!    stage each starts with, and the hook table (`sandbox_core::Provider`) the addon drives.
 //! 2. `provider`: [`KubernetesProvider`], the per-worker provider object and its state (the
 //!    connector, the clock, the lease state, the login manager, the Sandbox API versions).
 //! 3. [`lease`]: what a lease is decided from before the cluster (acquire's prechecks, the
@@ -54,10 +59,12 @@
 //! 4. [`exec`]: commands in a pod over the exec websocket (buffered, streaming, tty) and the
 //!    [`exec::PodExec`] the hooks run them through.
 //! 5. [`cluster`]: everything that talks to the Kubernetes API (the boundary trait, the kube-rs
-//!    client and credentials, the per-hook bound, the orchestration steps, and the scripted test
-//!    cluster behind the `testing` feature).
-//! 6. [`builders`] (every object the provider creates, as pure functions), [`config`] (the
-//!    zod-exact config schema and the adapter defaults) and [`error`] (the crate's one error
+//!    client and credentials, the per-hook bound, the orchestration steps, the permissions the
+//!    provider needs and the probe's checks of them, and the scripted test cluster behind the
+//!    `testing` feature).
+//! 6. [`builders`] (every object the provider creates, as pure functions, and which image each
+//!    adapter runs), [`config`] (the zod-exact config schema, the adapter defaults and the
+//!    image-reference grammar) and [`error`] (the crate's one error
 //!    type, [`Error`], converted to `sandbox_core::ProviderError` at the hooks).
 //!
 //! The JavaScript semantics the original's behaviour depends on (truthiness, `Number#toString`,

@@ -1,7 +1,8 @@
 //! [`KubernetesProvider`]: the per-worker provider object, its constructors and the in-worker
 //! state the hooks share: the cluster connector, the clock the readiness and completion
-//! polls run on, the leases seen Ready, the fast-upload interceptors, the login-PTY sessions and
-//! the Sandbox API versions discovered.
+//! polls run on, the leases seen Ready, the fast-upload interceptors, the login-PTY sessions,
+//! the Sandbox API versions discovered, the execute and sync calls in flight and the end each
+//! Sandbox was last given.
 //!
 //! The hooks themselves are in [`crate::hooks`], one file per hook family; health and setup,
 //! which touch nothing, are here.
@@ -14,6 +15,8 @@ use sandbox_core::{HookValue, ProviderResult};
 use crate::cluster::{Clock, SandboxApiVersion, SandboxApiVersionCache, SystemClock};
 use crate::config::KubernetesConfig;
 use crate::error::Error;
+use crate::lease::calls::ActiveCalls;
+use crate::lease::lease_end::{Kept, LeaseEnds, SandboxUse};
 use crate::lease::state::{ReadySet, UploadInterceptors};
 use crate::lease::view;
 use crate::lease::{ClusterConnector, Connection, KubeConnector, LeaseView};
@@ -29,6 +32,13 @@ pub struct KubernetesProvider {
     login: LoginPtyManager,
     /// The Sandbox API version discovered per API server (G-apiversion), for this worker's life.
     api_versions: SandboxApiVersionCache,
+    /// The execute and sync calls in flight, which shutdown answers and ends.
+    calls: ActiveCalls,
+    /// The end (`shutdownTime`) this worker last gave each Sandbox (issue #38).
+    lease_ends: LeaseEnds,
+    /// The sweep of dead workers' sync temp dirs this worker starts on its first asynchronous
+    /// hook ([`crate::sync::host_temp`]).
+    start_sweep: std::sync::Once,
 }
 
 impl std::fmt::Debug for KubernetesProvider {
@@ -74,7 +84,18 @@ impl KubernetesProvider {
             ready: ReadySet::default(),
             uploads: UploadInterceptors::default(),
             api_versions: SandboxApiVersionCache::new(),
+            calls: ActiveCalls::default(),
+            lease_ends: LeaseEnds::default(),
+            start_sweep: std::sync::Once::new(),
         }
+    }
+
+    /// Starts, once per worker, the background sweep of the sync temp dirs that workers which
+    /// died in the middle of a sync left behind. Called by every asynchronous hook: `setup` and
+    /// the synchronous hooks answer on the JS thread and must start no thread.
+    pub(crate) fn sweep_dead_workers_sync_dirs(&self) {
+        self.start_sweep
+            .call_once(crate::sync::host_temp::spawn_sweep);
     }
 
     pub(crate) fn connector(&self) -> &dyn ClusterConnector {
@@ -97,12 +118,47 @@ impl KubernetesProvider {
         &self.api_versions
     }
 
+    /// The execute and sync calls in flight in this worker.
+    pub fn calls(&self) -> &ActiveCalls {
+        &self.calls
+    }
+
+    /// The end this worker last gave each Sandbox ([`crate::lease::lease_end`]).
+    pub fn lease_ends(&self) -> &LeaseEnds {
+        &self.lease_ends
+    }
+
+    /// Before a hook uses the Sandbox lease `namespace/name` for up to `hook_ms` (its config's
+    /// `podActivityDeadlineSec` being `idle_ms`): moves its end forward when due ([`LeaseEnds::keep_alive`]; a failed write is logged on `sink`).
+    pub(crate) async fn keep_lease_alive(
+        &self,
+        connection: &Connection,
+        version: SandboxApiVersion,
+        (namespace, name): (&str, &str),
+        (idle_ms, hook_ms): (u64, u64),
+        sink: &dyn sandbox_core::HostSink,
+    ) -> Kept {
+        let sandbox = SandboxUse {
+            api: connection.api.as_ref(),
+            version,
+            namespace,
+            name,
+            idle_ms,
+            hook_ms,
+        };
+        self.lease_ends
+            .keep_alive(self.clock(), &sandbox, sink)
+            .await
+    }
+
     /// The worker's login-PTY manager.
     pub fn login(&self) -> &LoginPtyManager {
         &self.login
     }
 
-    /// `setup`: the original announces itself on the host log; no cluster calls.
+    /// `setup`: the original announces itself on the host log; no cluster calls, and no thread
+    /// (the sweep of dead workers' sync temp dirs waits for the first asynchronous hook:
+    /// [`crate::sync::host_temp`]).
     pub fn setup(&self, sink: &dyn sandbox_core::HostSink) {
         sink.log(
             sandbox_core::LogLevel::Info,

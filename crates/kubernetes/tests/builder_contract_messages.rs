@@ -99,6 +99,7 @@ fn sandbox_with_hard_stop(at_epoch_sec: f64) -> SandboxCrManifestInput {
             active_deadline_seconds: 60.0,
         }),
         api_version: SandboxApiVersion::V1beta1,
+        shutdown_time: None,
     }
 }
 

@@ -115,9 +115,18 @@ fn rows() -> Vec<Row> {
             produce: || only_issue(json!({"inCluster": true, "companySlug": "Acme"})),
         },
         Row {
+            // No `.url()` string left in this schema since issue #37 (`imageRegistry` has its
+            // own rule, K8S_CONFIG_IMAGE_REGISTRY_INVALID): zod's default for the check is what
+            // the port must still say.
             template: "Invalid url",
             fill: &[],
-            produce: || only_issue(json!({"inCluster": true, "imageRegistry": "ghcr.io/acme"})),
+            produce: || {
+                default_error_message(
+                    json!({"code": "invalid_string", "validation": "url"})
+                        .as_object()
+                        .unwrap(),
+                )
+            },
         },
         Row {
             template: "Expected ${expected}, received ${received}",
@@ -353,4 +362,27 @@ fn field_issues_come_in_schema_order_then_the_refinement() {
         issues(json!({"namespacePrefix": 5})),
         ["Expected string, received number"]
     );
+}
+
+/// K8S_CONFIG_URL_INVALID's documented fix, applied: the value that raised `Invalid url` in
+/// the original, the registry host without a scheme, now validates, and so does the form the
+/// original wanted; both give the image reference without a scheme.
+#[test]
+fn the_url_invalid_fix_validates_and_gives_a_reference_without_scheme() {
+    use kubernetes::builders::{check_image_reference, configured_runtime_images};
+    for registry in ["ghcr.io/acme", "https://ghcr.io/acme"] {
+        let config = json!({"inCluster": true, "egressMode": "cilium", "imageRegistry": registry});
+        let result = validate_config(&json!({ "config": config }))
+            .unwrap()
+            .into_value();
+        assert_eq!(result["ok"], true, "{result}");
+        let parsed = KubernetesConfig::parse(&config).unwrap();
+        let (adapter, image) = configured_runtime_images(&parsed).remove(0);
+        assert_eq!(adapter, "claude_local");
+        assert_eq!(
+            image,
+            "ghcr.io/acme/agent-runtime-claude:git-38d8f371722b315d2fb3bbaa512518742e33ce2f"
+        );
+        assert_eq!(check_image_reference(&image), Ok(()));
+    }
 }

@@ -21,6 +21,7 @@ use kubernetes::KubernetesProvider;
 use kubernetes::cluster::DESTROY_LEASE_FAILED;
 use kubernetes::cluster::api_bound::{self, api_timeout_message};
 use kubernetes::exec::RESULT_TAIL_BYTES;
+use kubernetes::login::connector::{LOGIN_OPEN_BUDGET_MS, LOGIN_READY_WAIT};
 use sandbox_core::poll::poll;
 use sandbox_core::{HostSink, NullSink};
 use serde_json::{Value, json};
@@ -405,8 +406,59 @@ async fn a_probe_against_a_hung_api_server_answers_on_its_bound() {
         .await
         .expect("probe never throws for cluster errors");
     within(started, FLOOR_MS);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the host's bound"
+    );
     assert_eq!(result["ok"], false, "{result}");
     assert_eq!(result["metadata"]["error"], api_timeout_message(FLOOR_MS));
+    bed.emu.clear_faults();
+    bed.emu.shutdown().await;
+}
+
+/// The probe's pod list answers but its access reviews hang: the probe still answers on its
+/// bound, well before the host's 30 s, naming the checks it could not make.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_whose_access_reviews_hang_answers_on_its_bound() {
+    let bed = Bed::start().await;
+    hang(
+        &bed.emu,
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    );
+    let started = Instant::now();
+    let result = KubernetesProvider::new()
+        .probe(
+            &json!({"config": hung_config(&bed.config), "companyId": "c-1"}),
+            &NullSink,
+        )
+        .await
+        .expect("probe never throws for cluster errors");
+    within(started, FLOOR_MS);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the host's bound"
+    );
+    assert_eq!(result["ok"], false, "{result}");
+    let summary = result["summary"].as_str().unwrap();
+    let needed = kubernetes::cluster::permissions::needed(
+        kubernetes::config::Backend::SandboxCr,
+        kubernetes::config::EgressMode::Cilium,
+    )
+    .len();
+    assert!(
+        summary.contains(&format!(
+            "\nPermissions: {needed} could not be checked: {}",
+            api_timeout_message(FLOOR_MS)
+        )),
+        "{summary}"
+    );
+    // The other checks answered.
+    assert!(
+        summary.contains("\nSandbox API agents.x-k8s.io: served in "),
+        "{summary}"
+    );
+    assert!(result["metadata"].get("error").is_none(), "{result}");
     bed.emu.clear_faults();
     bed.emu.shutdown().await;
 }
@@ -578,7 +630,8 @@ async fn a_sync_whose_pod_lookup_hangs_fails_on_its_bound() {
 
 const LOGIN_HOME: &str = "/tmp/paperclip-adapter-login/6a1f0c2e-9b3d-4e5f-a6b7-c8d9e0f1a2b3";
 
-async fn hung_login_open(path: &str, nth: Option<u64>) -> String {
+/// A login open with `path` hung: its message, after checking that it came at `bound_ms`.
+async fn hung_login_open(path: &str, nth: Option<u64>, bound_ms: u64) -> String {
     let bed = Bed::start().await;
     match nth {
         Some(nth) => hang_nth(&bed.emu, "GET", path, nth),
@@ -595,8 +648,13 @@ async fn hung_login_open(path: &str, nth: Option<u64>) -> String {
         .login_pty_open(&params, sink)
         .await
         .expect_err("a hung login open rejects");
-    // The host waits 30 s for the open: the readiness wait's own 30 s bounds it all.
-    within(started, 30_000);
+    // The host waits 30 s for the open: its readiness wait (20 s) and the open as a whole
+    // (25 s) end before.
+    within(started, bound_ms);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the host's bound"
+    );
     assert!(
         bed.emu.faults().iter().any(|f| f.fired > 0),
         "the hang was hit"
@@ -608,16 +666,18 @@ async fn hung_login_open(path: &str, nth: Option<u64>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_login_open_whose_readiness_poll_hangs_fails_on_the_readiness_deadline() {
-    let message = hung_login_open(SANDBOX_GET, None).await;
+    let ready_ms = LOGIN_READY_WAIT.timeout_ms;
+    let message = hung_login_open(SANDBOX_GET, None, ready_ms).await;
     assert!(
         message.starts_with(&format!("Sandbox {NS}/"))
-            && message.ends_with(" did not reach Ready phase within 30000ms"),
+            && message.ends_with(&format!(" did not reach Ready phase within {ready_ms}ms")),
         "{message}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_login_open_whose_terminal_upgrade_hangs_fails_on_its_bound() {
-    let message = hung_login_open("/api/v1/namespaces/*/pods/*/exec", None).await;
+    let exec = "/api/v1/namespaces/*/pods/*/exec";
+    let message = hung_login_open(exec, None, LOGIN_OPEN_BUDGET_MS).await;
     assert!(api_bound::is_timeout(&message), "{message}");
 }

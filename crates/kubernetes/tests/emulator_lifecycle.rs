@@ -7,7 +7,8 @@ use emulator::kubernetes::{
     DenyRule, FaultAction, FaultRule, KubeEmulatorOptions, KubernetesEmulator, SandboxPlan,
 };
 use kubernetes::KubernetesProvider;
-use kubernetes::config::KubernetesConfig;
+use kubernetes::cluster::permissions::needed;
+use kubernetes::config::{Backend, EgressMode, KubernetesConfig};
 use sandbox_core::OutputStream;
 use sandbox_core::poll::poll;
 use sandbox_core::recording_sink::RecordingSink;
@@ -57,6 +58,17 @@ async fn sandbox_cr_lifecycle_with_real_exec() {
         .await
         .unwrap();
     assert_eq!(probe["ok"], true, "{probe}");
+    let lines: Vec<&str> = probe["summary"].as_str().unwrap().split('\n').collect();
+    let needed = needed(Backend::SandboxCr, EgressMode::Cilium).len();
+    assert_eq!(
+        lines[..4],
+        [
+            format!("Kubernetes cluster reachable. Tenant namespace: {NS}."),
+            "Sandbox API agents.x-k8s.io: served in v1alpha1; leases use v1alpha1.".into(),
+            format!("Permissions: all {needed} the config needs are granted."),
+            format!("Tenant namespace {NS}: does not exist yet; the first lease creates it."),
+        ]
+    );
 
     let lease = provider
         .acquire_lease(
@@ -208,6 +220,27 @@ async fn cluster_errors_pass_through_with_their_status() {
     assert_eq!(err.code, Some(403), "{err:?}");
     assert!(err.message.contains("forbidden"), "{}", err.message);
     assert!(!err.message.contains(CANARY));
+    // The probe names the permission the acquire lacked (the emulator's access reviews answer
+    // from the same deny rules).
+    let probe = provider
+        .probe(
+            &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1"}),
+            &sink,
+        )
+        .await
+        .unwrap();
+    assert_eq!(probe["ok"], false, "{probe}");
+    let summary = probe["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Kubernetes cluster reachable, but 1 of "),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!(
+            "\nPermission missing: create secrets in namespace {NS}, to each run's Secret with the adapter's keys (pc-<run>-env), deleted with the lease.\n"
+        )),
+        "{summary}"
+    );
     emu.clear_deny();
 
     emu.add_fault(FaultRule {
@@ -230,11 +263,27 @@ async fn cluster_errors_pass_through_with_their_status() {
         )
         .await
         .unwrap();
+    // The original's failure (its summary line and `metadata.error`), the error on the second
+    // line, then the checks that need no cluster.
+    assert_eq!(probe["ok"], false, "{probe}");
+    let lines: Vec<&str> = probe["summary"].as_str().unwrap().split('\n').collect();
     assert_eq!(
-        probe,
-        json!({"ok": false, "summary": "Kubernetes cluster probe failed.",
-            "metadata": {"namespace": NS, "provider": "kubernetes",
-                "error": "HTTP-Code: 500\nMessage: etcd unavailable"}})
+        lines[..2],
+        [
+            "Kubernetes cluster probe failed.",
+            "HTTP-Code: 500 Message: etcd unavailable"
+        ]
+    );
+    assert!(
+        lines[2..]
+            .iter()
+            .all(|l| l.starts_with("Runtime image for adapter "))
+    );
+    assert_eq!(probe["metadata"]["namespace"], NS);
+    assert_eq!(probe["metadata"]["provider"], "kubernetes");
+    assert_eq!(
+        probe["metadata"]["error"],
+        "HTTP-Code: 500\nMessage: etcd unavailable"
     );
     emu.shutdown().await;
 }
@@ -283,7 +332,7 @@ async fn sandbox_failures_at_execute() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_cut_before_status_is_a_timed_out_result() {
+async fn exec_cut_before_status_answers_at_once_with_what_happened() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
     let sink = RecordingSink::default();
@@ -308,14 +357,25 @@ async fn exec_cut_before_status_is_a_timed_out_result() {
         action: FaultAction::CutExec {
             after_frames: 0,
             abort: false,
+            after_stdin_bytes: None,
         },
     });
     // 1000 ms is under the 5 s exec floor: the watchdog fires after 5000 ms.
     let params = json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "timeoutMs": 1000,
         "lease": {"providerLeaseId": id, "metadata": lease["metadata"]}, "command": "sleep 1; echo late"});
+    let started = std::time::Instant::now();
     let result = provider.execute(&params, &sink).await.unwrap();
-    // As the original: the drop is noticed by the watchdog, and reported with its message.
-    assert_timed_out(&result, "/bin/sh");
+    // Issue #38: the drop answers at once with what happened, not at the watchdog (the
+    // original reported the watchdog's timeout); it is no timeout.
+    assert!(started.elapsed() < std::time::Duration::from_millis(5_000));
+    let pod = result["metadata"]["podName"].as_str().unwrap();
+    assert_eq!(result["timedOut"], false, "{result}");
+    assert_eq!(result["exitCode"], Value::Null, "{result}");
+    assert_eq!(
+        result["stderr"],
+        kubernetes::exec::transport::exec_closed_message(pod, "agent", "/bin/sh"),
+        "{result}"
+    );
     provider
         .destroy_lease(
             &json!({"config": config(&emu, "sandbox-cr"), "companyId": "c-1", "providerLeaseId": id,
@@ -384,7 +444,7 @@ async fn v4_exec_keeps_stdin_open_and_output_whole() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_watchdog_and_setup_failures_are_timed_out_results() {
+async fn exec_watchdog_is_a_timed_out_result_and_a_refused_setup_is_not() {
     let emu = start().await;
     let provider = KubernetesProvider::new();
     let sink = RecordingSink::default();
@@ -404,10 +464,42 @@ async fn exec_watchdog_and_setup_failures_are_timed_out_results() {
     params["lease"]["metadata"]["podName"] = json!("no-such-pod");
     params["command"] = json!("true");
     let result = provider.execute(&params, &sink).await.unwrap();
-    assert_eq!(result["timedOut"], true, "{result}");
-    assert_eq!(result["exitCode"], Value::Null);
-    assert!(
-        result["stderr"].as_str().unwrap().contains("no-such-pod"),
+    // Issue #38: the upgrade refused (404) for a pod that is gone never started the command:
+    // the execute finds the Sandbox's pod again and runs it there, once.
+    assert_eq!(result["timedOut"], false, "{result}");
+    assert_eq!(result["exitCode"], 0, "{result}");
+    assert_eq!(
+        result["metadata"]["podName"], lease["metadata"]["podName"],
+        "{result}"
+    );
+    // A pod that runs and still refuses the exec: said at once, not a timeout.
+    emu.add_fault(FaultRule {
+        method: None,
+        path: "/api/v1/namespaces/*/pods/*/exec".into(),
+        query: None,
+        nth: 1,
+        times: 1,
+        action: FaultAction::Status {
+            code: 403,
+            reason: None,
+            message: Some("exec is not allowed here".into()),
+            after: false,
+        },
+    });
+    let mut params = base.clone();
+    params["command"] = json!("true");
+    let result = provider.execute(&params, &sink).await.unwrap();
+    assert_eq!(result["timedOut"], false, "{result}");
+    assert_eq!(result["exitCode"], Value::Null, "{result}");
+    let pod = lease["metadata"]["podName"].as_str().unwrap();
+    assert_eq!(
+        result["stderr"],
+        kubernetes::exec::transport::exec_refused_message(
+            403,
+            pod,
+            "agent",
+            "exec is not allowed here"
+        ),
         "{result}"
     );
     provider
@@ -618,6 +710,7 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
         action: FaultAction::CutExec {
             after_frames: 1,
             abort: true,
+            after_stdin_bytes: None,
         },
     });
     let request = ExecRequest::new(
@@ -628,11 +721,12 @@ async fn streaming_exec_and_buffered_caps_on_the_wire() {
     let err = exec_in_pod(&handle.client, &handle.redactor, &request, None)
         .await
         .unwrap_err();
-    // No watchdog to wait for (timeout 0): the contract's message at once.
+    // Issue #38: what happened, at once (the original waited for its watchdog, and reported
+    // its timeout).
     assert_eq!(
         err,
-        ExecError::Timeout(format!(
-            "execInPod timed out after 0ms (pod={pod}, container=agent, cmd0=sh). The WebSocket likely dropped before the command produced a status frame."
+        ExecError::Transport(format!(
+            "execInPod connection closed before the command's exit status (pod={pod}, container=agent, cmd0=sh): the API server, the node or the connection to them went away while the command ran; it was not re-run, and it was ended if the pod could still be reached."
         ))
     );
 

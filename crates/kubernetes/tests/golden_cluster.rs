@@ -11,11 +11,11 @@ use kubernetes::builders::scoped_egress::{
 };
 use kubernetes::cluster::testing::{ManualClock, ScriptedCluster};
 use kubernetes::cluster::{
-    ClusterError, DestroyLease, PerRunSecret, PollOptions, ResumeCheck, SandboxApiVersion,
-    TenantInput, check_lease_resumable, create_per_run_secret, create_scoped_network_egress_policy,
-    create_scoped_network_egress_policy_or_release_workload, destroy_lease_resources,
-    ensure_tenant, find_pod_for_job, find_pod_for_sandbox, get_job_status, get_sandbox_cr_status,
-    sandbox_api_version_from_metadata, wait_for_sandbox_ready,
+    ClusterError, DestroyLease, PerRunSecret, PollOptions, ReadinessLimits, ResumeCheck,
+    SandboxApiVersion, TenantInput, check_lease_resumable, create_per_run_secret,
+    create_scoped_network_egress_policy, create_scoped_network_egress_policy_or_release_workload,
+    destroy_lease_resources, ensure_tenant, find_pod_for_job, find_pod_for_sandbox, get_job_status,
+    get_sandbox_cr_status, sandbox_api_version_from_metadata, wait_for_sandbox_ready,
 };
 use kubernetes::config::{Backend, EgressMode};
 use sandbox_core::golden::{Case, load_cases};
@@ -129,6 +129,7 @@ async fn call(
                 name: string(&input["name"]),
                 backend: backend(&input["backend"]),
                 ready_wait: poll_options(input, ResumeCheck::DEFAULT_READY_WAIT),
+                readiness: ReadinessLimits::default(),
                 sandbox_api_version: sandbox_api_version(&input["sandboxApiVersion"]),
             };
             Ok(check_lease_resumable(cluster, &clock, &check)

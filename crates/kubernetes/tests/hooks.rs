@@ -194,6 +194,13 @@ async fn acquire_sandbox_cr_provisions_in_order_without_waiting() {
     assert_eq!(methods[1], ApiMethod::ReadNamespace);
     assert_eq!(calls[claim].1["version"], "v1alpha1");
     assert_eq!(calls[claim].1["plural"], "sandboxes");
+    // Issue #38: the Sandbox ends by itself, the acquire's bound (25 s) and 1.5 ×
+    // podActivityDeadlineSec (3600 s) after the acquire began (the manual clock's 0); nothing
+    // is patched during the acquire.
+    let spec = &calls[claim].1["body"]["spec"];
+    assert_eq!(spec["shutdownTime"], "1970-01-01T01:30:25Z");
+    assert_eq!(spec["shutdownPolicy"], "Delete");
+    assert!(!methods.contains(&ApiMethod::PatchNamespacedCustomObject));
     let policies: Vec<_> = calls[claim + 1..claim + 3].iter().collect();
     assert_eq!(policies[0].1["plural"], "ciliumnetworkpolicies");
     assert_eq!(
@@ -286,6 +293,19 @@ async fn acquire_job_backend_and_the_standard_mode_warning() {
     assert!(
         h.methods()
             .contains(&ApiMethod::CreateNamespacedNetworkPolicy)
+    );
+    // The Job ends by its own deadline and TTL, as in the original: nothing is patched.
+    let job = h
+        .calls()
+        .into_iter()
+        .find(|(m, _)| *m == ApiMethod::CreateNamespacedJob)
+        .unwrap()
+        .1;
+    assert_eq!(job["body"]["spec"]["ttlSecondsAfterFinished"], 900);
+    assert_eq!(job["body"]["spec"]["activeDeadlineSeconds"], 3600);
+    assert!(
+        !h.methods()
+            .contains(&ApiMethod::PatchNamespacedCustomObject)
     );
 }
 
@@ -428,6 +448,16 @@ async fn tenant_errors_pass_through_with_their_code() {
     );
 }
 
+/// The summary's lines.
+fn summary_lines(result: &Value) -> Vec<String> {
+    result["summary"]
+        .as_str()
+        .unwrap()
+        .split('\n')
+        .map(str::to_string)
+        .collect()
+}
+
 #[tokio::test]
 async fn probe_outcomes() {
     let sink = RecordingSink::default();
@@ -440,12 +470,27 @@ async fn probe_outcomes() {
         )
         .await
         .unwrap();
+    // The original's first line and metadata keys, then one line per check (issue #37, a
+    // deliberate difference: docs/wire-parity.md).
+    assert_eq!(result["ok"], true, "{result}");
+    let lines = summary_lines(&result);
     assert_eq!(
-        result,
-        json!({"ok": true, "summary": "Kubernetes cluster reachable. Tenant namespace: paperclip-acme.",
-            "metadata": {"namespace": NS, "provider": "kubernetes"}})
+        lines[..4],
+        [
+            "Kubernetes cluster reachable. Tenant namespace: paperclip-acme.",
+            "Sandbox API agents.x-k8s.io: served in v1alpha1; leases use v1alpha1.",
+            "Permissions: all 33 the config needs are granted.",
+            "Tenant namespace paperclip-acme: exists.",
+        ]
     );
+    assert_eq!(result["metadata"]["namespace"], NS);
+    assert_eq!(result["metadata"]["provider"], "kubernetes");
     assert_eq!(h.calls()[0].1, json!({"namespace": NS}));
+    assert_eq!(
+        h.methods()[0],
+        ApiMethod::ListNamespacedPod,
+        "the original's request first"
+    );
     let h =
         Harness::new(cluster().script(ApiMethod::ListNamespacedPod, throws(401, "Unauthorized")));
     let result = h
@@ -456,10 +501,16 @@ async fn probe_outcomes() {
         )
         .await
         .unwrap();
+    assert_eq!(result["ok"], false);
     assert_eq!(
-        result,
-        json!({"ok": false, "summary": "Kubernetes cluster probe failed.",
-            "metadata": {"namespace": NS, "provider": "kubernetes", "error": "Unauthorized"}})
+        summary_lines(&result)[..2],
+        ["Kubernetes cluster probe failed.", "Unauthorized"]
+    );
+    assert_eq!(result["metadata"]["error"], "Unauthorized");
+    assert_eq!(
+        h.methods(),
+        [ApiMethod::ListNamespacedPod],
+        "nothing after a failure"
     );
     let result = h
         .provider
@@ -482,12 +533,19 @@ async fn probe_with_the_real_connector_reports_credential_errors_without_secrets
         result["metadata"]["error"],
         "createKubeConfig requires either inCluster=true or a kubeconfig string"
     );
+    assert_eq!(
+        summary_lines(&result)[1],
+        "createKubeConfig requires either inCluster=true or a kubeconfig string"
+    );
     let canary = "CANARY-7f3a9c1e5b2d4f60";
     let broken =
         format!("apiVersion: v1\nkind: Config\nusers: [ {{name: u, user: {{token: {canary}}}\n");
     let params = json!({"config": {"kubeconfig": broken, "companySlug": "acme"}, "companyId": "c"});
     let result = provider.probe(&params, &sink).await.unwrap();
-    assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
+    assert_eq!(
+        summary_lines(&result)[0],
+        "Kubernetes cluster probe failed."
+    );
     assert!(!result.to_string().contains(canary), "{result}");
     let err = provider
         .acquire_lease(
@@ -505,7 +563,10 @@ async fn probe_with_the_real_connector_reports_credential_errors_without_secrets
     let params =
         json!({"config": {"kubeconfig": unreachable, "companySlug": "acme"}, "companyId": "c"});
     let result = provider.probe(&params, &sink).await.unwrap();
-    assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
+    assert_eq!(
+        summary_lines(&result)[0],
+        "Kubernetes cluster probe failed."
+    );
     let error = result["metadata"]["error"].as_str().unwrap();
     assert!(!error.is_empty() && !error.contains(canary), "{error}");
 }
@@ -535,7 +596,7 @@ async fn resume_states() {
             )
             .script(
                 ApiMethod::ReadNamespacedPod,
-                returns(json!({"status": {"phase": "Running"}})),
+                returns(json!({"metadata": {"uid": "uid-a"}, "status": {"phase": "Running"}})),
             ),
     );
     let result = h
@@ -552,12 +613,40 @@ async fn resume_states() {
             "nativeFileSyncUnsupported": false, "expiresAt": "2999-01-01T00:00:00.000Z",
             "remoteCwd": "/workspace", "sandboxApiVersion": "v1alpha1", "resumedLease": true}})
     );
-    // The resumed lease is known Ready: execute skips the readiness poll.
+    // Issue #38: the resumed lease's end moved before its check (after the version discovery).
+    assert_eq!(
+        h.methods()[..3],
+        [
+            ApiMethod::GetApiVersions,
+            ApiMethod::PatchNamespacedCustomObject,
+            ApiMethod::GetNamespacedCustomObject
+        ]
+    );
+    // The resumed lease is known Ready: execute skips the readiness poll. Its end moves once
+    // more only because the execute may run for its whole timeout (`podActivityDeadlineSec`
+    // without one), longer than the resume's end leaves.
     let before = h.calls().len();
     let exec = json!({"config": config("sandbox-cr"), "lease": {"providerLeaseId": "pc-1",
         "metadata": {"namespace": NS, "backend": "sandbox-cr", "podName": "pod-a"}}, "command": "true"});
     h.provider
         .execute(&exec, &RecordingSink::default())
+        .await
+        .unwrap();
+    // Issue #38: and the first execute of the lease in this worker reads its pod's `uid` once,
+    // so that a pod replaced under a command by one of the same name is told apart.
+    assert_eq!(
+        h.methods()[before..],
+        [
+            ApiMethod::PatchNamespacedCustomObject,
+            ApiMethod::ReadNamespacedPod
+        ]
+    );
+    // A short execute right after it leaves the end where it is: no request at all.
+    let before = h.calls().len();
+    let mut short = exec.clone();
+    short["timeoutMs"] = json!(30_000);
+    h.provider
+        .execute(&short, &RecordingSink::default())
         .await
         .unwrap();
     assert_eq!(h.calls().len(), before);
@@ -965,7 +1054,8 @@ async fn execute_fast_upload_acks_then_flushes_in_one_exec() {
             .unwrap();
         if script == &finalize {
             assert_eq!(result["stderr"], "fast-upload flush failed: socket closed");
-            assert_eq!(result["timedOut"], true);
+            // Issue #38: only the exec's watchdog is a timeout.
+            assert_eq!(result["timedOut"], false);
             assert_eq!(result["exitCode"], Value::Null);
         }
     }
@@ -1057,7 +1147,10 @@ async fn in_cluster_probe_outside_a_cluster_fails_softly() {
         .await
         .unwrap();
     assert_eq!(result["ok"], false);
-    assert_eq!(result["summary"], "Kubernetes cluster probe failed.");
+    assert_eq!(
+        summary_lines(&result)[0],
+        "Kubernetes cluster probe failed."
+    );
     assert!(!result["metadata"]["error"].as_str().unwrap().is_empty());
 }
 

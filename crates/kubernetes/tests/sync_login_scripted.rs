@@ -135,7 +135,7 @@ async fn ready_sandbox_without_a_pod() {
 
 #[tokio::test]
 async fn readiness_timeouts_and_failures_reject() {
-    let p = provider(json!({"status": {}}));
+    let p = provider(json!({"status": {"phase": "Pending"}}));
     assert_eq!(
         p.sync_out(&sync_params(), &NullSink)
             .await
@@ -143,9 +143,24 @@ async fn readiness_timeouts_and_failures_reject() {
             .message,
         "Sandbox paperclip-acme/pc-1 did not reach Ready phase within 3600000ms"
     );
+    // The login terminal's ready-wait is 20 s (the original's 30 s outlasts the host's open).
     assert_eq!(
         login_error(&p).await,
-        "Sandbox paperclip-acme/pc-1 did not reach Ready phase within 30000ms"
+        "Sandbox paperclip-acme/pc-1 did not reach Ready phase within 20000ms"
+    );
+    // A Sandbox no controller has given a status: named 30 s after it was first read (it has
+    // no creationTimestamp here), within sync's wait; the login's 20 s ends first.
+    let p = provider(json!({"status": {}}));
+    assert_eq!(
+        p.sync_out(&sync_params(), &NullSink)
+            .await
+            .unwrap_err()
+            .message,
+        "Sandbox paperclip-acme/pc-1 has no status 30s after it was created: no agent-sandbox controller is reconciling it; check that the agent-sandbox controller is installed and running."
+    );
+    assert_eq!(
+        login_error(&p).await,
+        "Sandbox paperclip-acme/pc-1 did not reach Ready phase within 20000ms"
     );
     let p = provider(
         json!({"status": {"phase": "Failed", "reason": "ImagePull", "message": "no such image"}}),

@@ -1,5 +1,7 @@
-// The plugin manifest, identical to the original's default export: the host keys installed
-// plugins, leases and capabilities on it, so every field stays byte-for-byte the same.
+// The plugin manifest, the original's default export: the host keys installed plugins, leases
+// and capabilities on it, so every field stays byte-for-byte the same, except the config
+// schema's additions and rewritten descriptions that docs/wire-parity.md lists (the host's
+// form shows them; __test__/manifest.spec.js holds the rest to the recording).
 const manifest = {
   "id": "paperclip.kubernetes-sandbox-provider",
   "apiVersion": 1,
@@ -45,7 +47,14 @@ const manifest = {
           },
           "imageRegistry": {
             "type": "string",
-            "description": "Override the default registry for agent runtime images (default: ghcr.io/paperclipai)."
+            "description": "Registry host and optional path that replaces ghcr.io/paperclipai in the built-in runtime images, e.g. `ghcr.io/acme` or `registry.example:5000/team`. An `https://` or `http://` scheme is accepted and left out of the image references. Images named in runtimeImages are not rewritten."
+          },
+          "runtimeImages": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Runtime image per adapter type, each a full image reference without scheme, e.g. `{\"claude_local\": \"ghcr.io/acme/agent-runtime-claude:1.4\"}`. Merged over the built-in images (other adapters keep theirs). An adapter type outside the built-ins runs when it is named here, with no environment keys, no egress FQDNs of its own and the probe `sh -c true`."
           },
           "imageAllowList": {
             "type": "array",
@@ -110,6 +119,11 @@ const manifest = {
             "type": "integer",
             "minimum": 1,
             "description": "Hard ceiling on a single run's wall-clock time (default: 3600)."
+          },
+          "unschedulableGraceSec": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Seconds a run's pod may stay unschedulable (not enough CPU or memory on any node, a node selector no node matches) before the run fails with the scheduler's message instead of waiting out its deadline (default: 60). Raise it when a cluster autoscaler adds nodes on demand."
           },
           "adapterType": {
             "type": "string",

@@ -443,6 +443,32 @@ fn exit_code(
     exit_rx
 }
 
+/// Where a `cutExec` fault cuts a session: after this many output frames, or (instead) once
+/// the client has sent this many stdin bytes; `abort`: without a close frame.
+#[derive(Clone, Copy)]
+struct Cut {
+    frames: Option<usize>,
+    stdin_bytes: Option<u64>,
+    abort: bool,
+}
+
+impl Cut {
+    fn of(fault: Option<FaultAction>) -> Option<Cut> {
+        match fault {
+            Some(FaultAction::CutExec {
+                after_frames,
+                abort,
+                after_stdin_bytes,
+            }) => Some(Cut {
+                frames: after_stdin_bytes.is_none().then_some(after_frames),
+                stdin_bytes: after_stdin_bytes,
+                abort,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// A fault that cuts the stream: kills the command and drops the connection (`abort`) or
 /// closes it with an error.
 async fn cut_stream(tree: &ProcessTree, sink: &mut WsSink, abort: bool) {
@@ -514,18 +540,17 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
     let mut exit_rx = exit_code(child, tree.clone(), guard);
     let tty = io.pty.is_some();
 
-    let cut = match fault {
-        Some(FaultAction::CutExec {
-            after_frames,
-            abort,
-        }) => Some((after_frames, abort)),
-        _ => None,
-    };
-    if let Some((0, abort)) = cut {
+    let cut = Cut::of(fault);
+    if let Some(Cut {
+        frames: Some(0),
+        abort,
+        ..
+    }) = cut
+    {
         cut_stream(&tree, &mut sink, abort).await;
         return;
     }
-    let mut frames_sent = 0usize;
+    let (mut frames_sent, mut stdin_taken) = (0usize, 0u64);
     let mut outputs_open = true;
     let mut exit_code: Option<i32> = None;
     loop {
@@ -542,7 +567,7 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
                         return;
                     }
                     frames_sent += 1;
-                    if let Some((n, abort)) = cut && frames_sent >= n {
+                    if let Some(Cut { frames: Some(n), abort, .. }) = cut && frames_sent >= n {
                         cut_stream(&tree, &mut sink, abort).await;
                         return;
                     }
@@ -553,7 +578,16 @@ async fn session(app: Arc<App>, plan: ExecPlan, ws: Ws, fault: Option<FaultActio
                 exit_code = Some(code.unwrap_or(137));
             },
             msg = stream.next() => match msg {
-                Some(Ok(Message::Binary(data))) if !data.is_empty() => client_frame(&data, v5, &mut io),
+                Some(Ok(Message::Binary(data))) if !data.is_empty() => {
+                    client_frame(&data, v5, &mut io);
+                    if data[0] == STDIN {
+                        stdin_taken += data.len() as u64 - 1;
+                    }
+                    if let Some(Cut { stdin_bytes: Some(n), abort, .. }) = cut && stdin_taken >= n {
+                        cut_stream(&tree, &mut sink, abort).await;
+                        return;
+                    }
+                }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
                     client_gone(&tree, tty);
                     return;

@@ -55,12 +55,15 @@ pub enum FaultAction {
         after_events: usize,
     },
     /// Drop an exec websocket after N output frames, before any status (`abort`: no close
-    /// frame, just a dead TCP connection).
+    /// frame, just a dead TCP connection). With `after_stdin_bytes`, the cut comes instead once
+    /// the client has sent that many stdin bytes (an upload cut in the middle).
     CutExec {
         #[serde(default)]
         after_frames: usize,
         #[serde(default)]
         abort: bool,
+        #[serde(default)]
+        after_stdin_bytes: Option<u64>,
     },
 }
 
@@ -124,7 +127,8 @@ mod tests {
             cut,
             FaultAction::CutExec {
                 after_frames: 2,
-                abort: false
+                abort: false,
+                after_stdin_bytes: None,
             }
         );
         assert!(cut.is_stream_fault());

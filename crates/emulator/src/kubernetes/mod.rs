@@ -6,7 +6,8 @@
 //! - discovery (`/version`, `/api`, `/apis`, per-group lists, aggregated discovery), with the
 //!   `agents.x-k8s.io` Sandbox group served at the versions chosen per instance;
 //! - namespaces, pods, secrets, configmaps, serviceaccounts, resourcequotas, limitranges, jobs,
-//!   networkpolicies, roles, rolebindings, ciliumnetworkpolicies and sandboxes, with
+//!   networkpolicies, roles, rolebindings, ciliumnetworkpolicies and sandboxes (and
+//!   selfsubjectaccessreviews, answered from the emulator's authorization), with
 //!   resourceVersion/uid/generation, selectors, pagination, watches with bookmarks, and
 //!   `Status` errors (401, 403, 404, 409 AlreadyExists/Conflict, 410, 415, 422);
 //! - controllers: Sandbox → pod → Ready (or Failed / Terminating on request); Job → pod that
@@ -34,9 +35,11 @@
 //!    `deletion` (deletion with propagation, finalizers and namespace termination), `watch`.
 //! 6. `kubelet`: runs pods (roots, environments, commands, statuses).
 //! 7. `controllers`: garbage collector, Sandbox and Job controllers, fed by the store's events.
-//! 8. `exec` (`pods/exec` websockets), `rest` (the REST handlers), `control` (`/_emulator/`).
+//! 8. `exec` (`pods/exec` websockets), `access_review` (SelfSubjectAccessReviews), `rest` (the
+//!    REST handlers), `control` (`/_emulator/`).
 //! 9. `server`: routing and the accept loops.
 
+mod access_review;
 mod control;
 mod controllers;
 mod deletion;

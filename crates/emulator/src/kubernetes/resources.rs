@@ -140,6 +140,19 @@ fn base(
     }
 }
 
+/// SelfSubjectAccessReviews: only created, answered without storing anything
+/// (`access_review`).
+fn access_reviews() -> ResourceType {
+    base(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        false,
+    )
+}
+
 /// Every resource type, with the Sandbox group served at `sandbox_versions`.
 pub fn registry(sandbox_versions: &[String]) -> Vec<ResourceType> {
     let mut out = vec![
@@ -239,6 +252,7 @@ pub fn registry(sandbox_versions: &[String]) -> Vec<ResourceType> {
             )
         },
     ];
+    out.push(access_reviews());
     if !sandbox_versions.is_empty() {
         out.push(ResourceType {
             group: "agents.x-k8s.io",

@@ -10,6 +10,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::access_review;
 use super::deletion::{Propagation, delete_object, finalize_if_done};
 use super::faults::FaultAction;
 use super::kubelet;
@@ -119,6 +120,9 @@ pub fn resolve(app: &App, rr: &ResourceRequest) -> KubeResult<ResourceType> {
 async fn resource(call: Call<'_>, rr: ResourceRequest) -> KubeResult<Response<Body>> {
     let app = call.app;
     let rt = resolve(app, &rr)?;
+    if rt.plural == "selfsubjectaccessreviews" {
+        return access_review::review(app, call.forbidden, call.method.as_str(), &call.body);
+    }
     let verb = rr.verb(call.method.as_str(), call.query);
     authorize(&call, &rt, &rr, verb)?;
     let ns = rr.namespace.as_deref();

@@ -53,6 +53,7 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
         ("batch", "jobs") => job_errors(obj, &mut errs),
         ("agents.x-k8s.io", "sandboxes") => {
             errs.extend(status_errors(rt, obj));
+            lifecycle_errors(obj, &mut errs);
             if obj.pointer("/spec/podTemplate").is_none() {
                 errs.push(FieldError::required("spec.podTemplate", ""));
             } else {
@@ -64,6 +65,34 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
         _ => {}
     }
     errs
+}
+
+/// The Sandbox CRD's lifecycle fields (both versions): `spec.shutdownTime` a `date-time`
+/// string, `spec.shutdownPolicy` `Delete` or `Retain`.
+fn lifecycle_errors(obj: &Value, errs: &mut Vec<FieldError>) {
+    if let Some(time) = obj.pointer("/spec/shutdownTime") {
+        let date_time = time
+            .as_str()
+            .is_some_and(|t| t.contains('T') && js_compat::date::parse(t).is_some());
+        if !date_time {
+            let detail = format!("spec.shutdownTime in body must be of type date-time: {time}");
+            errs.push(FieldError::invalid(
+                "spec.shutdownTime",
+                time.clone(),
+                detail,
+            ));
+        }
+    }
+    if let Some(policy) = obj.pointer("/spec/shutdownPolicy")
+        && !matches!(policy.as_str(), Some("Delete" | "Retain"))
+    {
+        let valid = ["Delete", "Retain"];
+        errs.push(FieldError::not_supported(
+            "spec.shutdownPolicy",
+            policy.clone(),
+            &valid,
+        ));
+    }
 }
 
 /// `metadata.name` by the kind's rule: a DNS label for namespaces, a subdomain of at most 63

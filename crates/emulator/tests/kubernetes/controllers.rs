@@ -338,3 +338,107 @@ async fn an_object_created_after_all_its_owners_are_gone_is_collected() {
     assert_eq!(http.get(&format!("{PODS}/kept")).await.status, 200);
     emu.shutdown().await;
 }
+
+/// An RFC 3339 time `ms` from now.
+fn in_ms(ms: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    js_compat::date::to_iso_string((now + ms) as f64).unwrap()
+}
+
+fn ending(name: &str, at: &str, policy: &str) -> Value {
+    let mut sb = sandbox(name);
+    sb["spec"]["shutdownTime"] = json!(at);
+    sb["spec"]["shutdownPolicy"] = json!(policy);
+    sb
+}
+
+/// `wait_gone` within a bound.
+async fn gone_within(http: &Http, collection: &str, name: &str, secs: u64) {
+    tokio::time::timeout(Duration::from_secs(secs), wait_gone(http, collection, name))
+        .await
+        .unwrap_or_else(|_| panic!("{collection}/{name} still there after {secs}s"));
+}
+
+/// agent-sandbox's lifecycle: at `spec.shutdownTime` a `Delete` Sandbox goes with its pod and,
+/// through the garbage collector, what it owns; one whose time was moved forward stays; a
+/// `Retain` one keeps the Sandbox, marked expired, without its pod.
+#[tokio::test]
+async fn sandboxes_end_at_their_shutdown_time_by_their_policy() {
+    let (emu, http) = start(|_| {}).await;
+    let doomed = http
+        .create(SB, ending("doomed", &in_ms(1_500), "Delete"))
+        .await;
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "doomed-env",
+        "ownerReferences": [{"apiVersion": "agents.x-k8s.io/v1alpha1", "kind": "Sandbox",
+            "name": "doomed", "uid": doomed["metadata"]["uid"], "controller": true,
+            "blockOwnerDeletion": true}]}, "stringData": {"K": "v"}});
+    http.create("/api/v1/namespaces/default/secrets", secret)
+        .await;
+    let moved = http
+        .create(SB, ending("moved", &in_ms(1_500), "Delete"))
+        .await;
+    assert_eq!(moved["spec"]["shutdownPolicy"], "Delete");
+    wait_event(&http, PODS, "moved", |ev| {
+        ev["object"]["status"]["phase"] == "Running"
+    })
+    .await;
+    let patched = http
+        .merge_patch(
+            &format!("{SB}/moved"),
+            json!({"spec": {"shutdownTime": in_ms(600_000)}}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    // A marker ending after the first two: once it is gone, their time has passed too.
+    http.create(SB, ending("marker", &in_ms(2_500), "Delete"))
+        .await;
+    http.create(SB, ending("kept", &in_ms(-1_000), "Retain"))
+        .await;
+
+    gone_within(&http, SB, "doomed", 20).await;
+    gone_within(&http, PODS, "doomed", 20).await;
+    gone_within(
+        &http,
+        "/api/v1/namespaces/default/secrets",
+        "doomed-env",
+        20,
+    )
+    .await;
+    gone_within(&http, SB, "marker", 20).await;
+    assert_eq!(http.get(&format!("{SB}/moved")).await.status, 200);
+    assert_eq!(http.get(&format!("{PODS}/moved")).await.status, 200);
+    let kept = eventually(20, || async {
+        let sb = http.get(&format!("{SB}/kept")).await.json();
+        (sb["status"]["conditions"][0]["reason"] == "SandboxExpired").then_some(sb)
+    })
+    .await;
+    assert_eq!(kept["status"]["conditions"][0]["status"], "False");
+    assert_eq!(http.get(&format!("{PODS}/kept")).await.status, 404);
+    emu.shutdown().await;
+}
+
+/// The CRD's schema: `shutdownTime` is a date-time, `shutdownPolicy` Delete or Retain.
+#[tokio::test]
+async fn sandbox_lifecycle_fields_are_validated() {
+    let (emu, http) = start(|_| {}).await;
+    let bad_time = http.post(SB, ending("t", "tomorrow", "Delete")).await;
+    assert_eq!(bad_time.status, 422, "{}", bad_time.text());
+    assert!(
+        bad_time.text().contains("spec.shutdownTime"),
+        "{}",
+        bad_time.text()
+    );
+    let bad_policy = http.post(SB, ending("p", &in_ms(60_000), "Later")).await;
+    assert_eq!(bad_policy.status, 422, "{}", bad_policy.text());
+    assert!(
+        bad_policy
+            .text()
+            .contains("supported values: \\\"Delete\\\", \\\"Retain\\\""),
+        "{}",
+        bad_policy.text()
+    );
+    emu.shutdown().await;
+}

@@ -93,6 +93,21 @@ async fn watches_and_execs_can_be_cut_mid_stream() {
         (emu.counts().live_processes == 1).then_some(())
     })
     .await;
+
+    // An upload cut in the middle: once 3 stdin bytes have come, the session ends with a close
+    // frame and no status; the command has what came before the cut.
+    emu.add_fault(rule(json!({ "path": "/api/v1/namespaces/*/pods/*/exec",
+        "action": { "kind": "cutExec", "afterStdinBytes": 3 } })));
+    let path = format!(
+        "{PODS}/w/exec?container=agent&stdin=true&stdout=true&command=sh&command=-c&command=cat+%3E+%2Ftmp%2Fgot"
+    );
+    let mut ex = http.exec(&path, "v5.channel.k8s.io").await.unwrap();
+    ex.send(0, b"ab").await;
+    ex.send(0, b"cd").await;
+    let out = ex.collect().await;
+    assert!(out.status.is_none(), "no status frame after a cut");
+    assert!(out.closed_cleanly);
+    assert_eq!(emu.faults().last().unwrap().fired, 1);
     emu.shutdown().await;
 }
 

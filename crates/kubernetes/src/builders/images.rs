@@ -63,11 +63,12 @@ pub fn resolve_image(
     }
 }
 
-/// Replaces the host and organisation of `image` with `registry`, which is used verbatim apart
-/// from trailing slashes (a URL scheme stays in, as the original leaves it). The tag starts at
-/// the last `:` of the whole reference, so a digest is carried over as `@sha256:…` pieces.
-fn rewrite_registry(image: &str, registry: &str) -> String {
-    let registry = registry.trim_end_matches('/');
+/// Replaces the host and organisation of `image` with `registry`, used without its `http://` or
+/// `https://` scheme (issue #37: the original kept the scheme in, which made the reference
+/// invalid) and without trailing slashes. The tag starts at the last `:` of the whole
+/// reference, so a digest is carried over as `@sha256:…` pieces.
+pub fn rewrite_registry(image: &str, registry: &str) -> String {
+    let registry = registry_prefix(registry);
     let (path, tag) = match image.rfind(':') {
         Some(colon) => (&image[..colon], &image[colon..]),
         None => (image, ""),
@@ -80,6 +81,20 @@ fn rewrite_registry(image: &str, registry: &str) -> String {
         rest
     };
     format!("{registry}/{name}{tag}")
+}
+
+/// `registry` without a leading `http://` or `https://` (any case) and trailing slashes: the
+/// part an image reference can carry. The config has already refused any other form.
+pub fn registry_prefix(registry: &str) -> &str {
+    let without_scheme = ["https://", "http://"]
+        .iter()
+        .find_map(|scheme| {
+            let head = registry.get(..scheme.len())?;
+            head.eq_ignore_ascii_case(scheme)
+                .then(|| &registry[scheme.len()..])
+        })
+        .unwrap_or(registry);
+    without_scheme.trim_end_matches('/')
 }
 
 /// Kubernetes `imagePullPolicy`.
@@ -189,6 +204,28 @@ mod tests {
             "r.example/agent@sha256:ab"
         );
         assert_eq!(resolve_image(None, "d:1", &[], Some("")).unwrap(), "d:1");
+    }
+
+    #[test]
+    fn registry_rewrite_drops_the_scheme() {
+        let claude = "ghcr.io/paperclipai/agent-runtime-claude:v7";
+        for registry in [
+            "https://ghcr.io/acme",
+            "HTTPS://ghcr.io/acme/",
+            "http://ghcr.io/acme",
+            "ghcr.io/acme",
+        ] {
+            assert_eq!(
+                rewrite_registry(claude, registry),
+                "ghcr.io/acme/agent-runtime-claude:v7",
+                "{registry}"
+            );
+        }
+        assert_eq!(
+            rewrite_registry(claude, "https://registry.local:5000"),
+            "registry.local:5000/agent-runtime-claude:v7"
+        );
+        assert_eq!(registry_prefix("https:/x"), "https:/x");
     }
 
     #[test]

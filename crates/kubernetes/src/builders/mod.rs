@@ -13,6 +13,7 @@ pub mod labels;
 pub mod naming;
 pub mod network_policy;
 pub mod pod_template;
+pub mod runtime_images;
 pub mod sandbox_cr;
 pub mod scoped_egress;
 pub mod string_map;
@@ -29,6 +30,9 @@ pub use network_policy::{
     NetworkPolicyInput, NetworkPolicyManifests, build_network_policy_manifests,
 };
 pub use pod_template::{ContainerResources, TENANT_SERVICE_ACCOUNT};
+pub use runtime_images::{
+    check_image_reference, configured_runtime_images, invalid_runtime_image_error, runtime_image,
+};
 pub use sandbox_cr::{
     HardStop, SandboxApiVersion, SandboxCrManifestInput, build_sandbox_cr_manifest,
 };

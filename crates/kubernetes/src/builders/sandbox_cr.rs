@@ -2,8 +2,11 @@
 //! long-lived pod that paperclip-server execs into.
 //!
 //! One code path serves both API versions of the `agents.x-k8s.io` group: the spec sets only
-//! `podTemplate`, which both versions share (never `replicas`, which v1alpha1 has, nor
-//! `operatingMode`, which v1beta1 has). 1bbb581 always emits v1alpha1.
+//! fields both versions share: `podTemplate`, and (issue #38, when the input carries a
+//! shutdown time) the lifecycle fields `shutdownTime` and `shutdownPolicy: Delete`, which
+//! v1alpha1 (agent-sandbox v0.1.1 and later) and v1beta1 both define; never `replicas`, which
+//! v1alpha1 has, nor `operatingMode`, which v1beta1 has. 1bbb581 always emits v1alpha1 and no
+//! lifecycle fields.
 
 use std::fmt;
 
@@ -20,6 +23,10 @@ use sandbox_core::{ProviderError, ProviderResult};
 pub const SANDBOX_GROUP: &str = "agents.x-k8s.io";
 pub const SANDBOX_PLURAL: &str = "sandboxes";
 pub const SANDBOX_KIND: &str = "Sandbox";
+/// `spec.shutdownPolicy` of every Sandbox with a shutdown time: at `spec.shutdownTime` the
+/// agent-sandbox controller deletes the pod and then the Sandbox itself (`Retain`, the CRD's
+/// default, would keep the Sandbox and with it the per-run Secret it owns).
+pub const SHUTDOWN_POLICY_DELETE: &str = "Delete";
 /// `Number.MAX_SAFE_INTEGER`.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
@@ -104,10 +111,16 @@ pub struct SandboxCrManifestInput {
     pub hard_stop: Option<HardStop>,
     #[serde(default)]
     pub api_version: SandboxApiVersion,
+    /// Issue #38: when the controller ends the Sandbox by itself (`spec.shutdownTime`, an
+    /// RFC 3339 time, see [`shutdown_time_text`]). Absent (the original's input), the manifest
+    /// carries no lifecycle fields.
+    #[serde(default)]
+    pub shutdown_time: Option<String>,
 }
 
 /// `buildSandboxCrManifest(input)`. No ownerReferences: paperclip-server runs outside the
-/// cluster, so nothing in it could own the CR; release deletes it explicitly.
+/// cluster, so nothing in it could own the CR; release deletes it explicitly, and (issue #38)
+/// with a shutdown time the controller deletes it when no hook has used it for a while.
 pub fn build_sandbox_cr_manifest(input: &SandboxCrManifestInput) -> ProviderResult<Value> {
     // The pod keeps running between execs: PID 1 sleeps forever, or until the hard stop.
     let script = match &input.hard_stop {
@@ -131,7 +144,7 @@ pub fn build_sandbox_cr_manifest(input: &SandboxCrManifestInput) -> ProviderResu
         env_secret_name: &input.env_secret_name,
         resources: &input.resources,
     });
-    Ok(json!({
+    let mut manifest = json!({
         "apiVersion": input.api_version.api_version(),
         "kind": SANDBOX_KIND,
         "metadata": {
@@ -145,7 +158,35 @@ pub fn build_sandbox_cr_manifest(input: &SandboxCrManifestInput) -> ProviderResu
                 "spec": pod_spec,
             },
         },
-    }))
+    });
+    if let Some(shutdown_time) = &input.shutdown_time {
+        manifest["spec"]["shutdownTime"] = json!(shutdown_time);
+        manifest["spec"]["shutdownPolicy"] = json!(SHUTDOWN_POLICY_DELETE);
+    }
+    Ok(manifest)
+}
+
+/// The JSON merge patch that moves a Sandbox's end to `shutdown_time`. It names the policy
+/// too, so that a Sandbox made before issue #38 (no lifecycle fields, the CRD's `Retain` read
+/// back as its default) is deleted, not kept, when that time comes.
+pub fn sandbox_end_patch(shutdown_time: &str) -> Value {
+    json!({"spec": {"shutdownTime": shutdown_time, "shutdownPolicy": SHUTDOWN_POLICY_DELETE}})
+}
+
+/// `shutdownTime` as the API server writes a `metav1.Time`: RFC 3339 in UTC, whole seconds
+/// (`2026-01-02T03:04:05Z`). `epoch_ms` is rounded up to the next second, so the end written
+/// is never earlier than the one computed; `None` past what RFC 3339 can write (year 9999).
+pub fn shutdown_time_text(epoch_ms: u64) -> Option<String> {
+    const LAST_RFC3339_SECOND: u64 = 253_402_300_799;
+    let seconds = epoch_ms.div_ceil(1000);
+    if seconds > LAST_RFC3339_SECOND {
+        return None;
+    }
+    let iso = js_compat::date::to_iso_string(seconds as f64 * 1000.0)?;
+    Some(
+        iso.strip_suffix(".000Z")
+            .map_or(iso.clone(), |s| format!("{s}Z")),
+    )
 }
 
 /// A shell program that sleeps until `at_epoch_sec` and then exits, which ends every exec'd
@@ -186,7 +227,46 @@ mod tests {
             image_pull_secrets: None,
             hard_stop: None,
             api_version: SandboxApiVersion::default(),
+            shutdown_time: None,
         }
+    }
+
+    #[test]
+    fn a_shutdown_time_ends_the_sandbox_by_deletion_in_both_versions() {
+        for version in SandboxApiVersion::PREFERENCE {
+            let manifest = build_sandbox_cr_manifest(&SandboxCrManifestInput {
+                api_version: version,
+                shutdown_time: Some("2026-01-02T03:04:05Z".into()),
+                ..input()
+            })
+            .unwrap();
+            let spec_keys: Vec<&String> = manifest["spec"].as_object().unwrap().keys().collect();
+            assert_eq!(spec_keys, ["podTemplate", "shutdownTime", "shutdownPolicy"]);
+            assert_eq!(manifest["spec"]["shutdownTime"], "2026-01-02T03:04:05Z");
+            assert_eq!(manifest["spec"]["shutdownPolicy"], "Delete");
+        }
+        assert_eq!(
+            sandbox_end_patch("2026-01-02T03:04:05Z"),
+            json!({"spec": {"shutdownTime": "2026-01-02T03:04:05Z", "shutdownPolicy": "Delete"}})
+        );
+    }
+
+    #[test]
+    fn shutdown_times_are_whole_seconds_rounded_up() {
+        assert_eq!(
+            shutdown_time_text(1_767_323_045_000).as_deref(),
+            Some("2026-01-02T03:04:05Z")
+        );
+        assert_eq!(
+            shutdown_time_text(1_767_323_044_001).as_deref(),
+            Some("2026-01-02T03:04:05Z")
+        );
+        assert_eq!(shutdown_time_text(u64::MAX), None);
+        assert_eq!(
+            shutdown_time_text(253_402_300_799_000).as_deref(),
+            Some("9999-12-31T23:59:59Z")
+        );
+        assert_eq!(shutdown_time_text(253_402_300_799_001), None, "year 10000");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use sandbox_core::BoxFuture;
 use serde_json::Value;
 
-use crate::error::ApiResult;
+use crate::error::{ApiResult, Error};
 
 /// The client object a call goes through in the original (`makeKubeClients`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,6 +21,8 @@ pub enum ApiGroup {
     Rbac,
     /// `ApisApi`: `GET /apis` discovery.
     Apis,
+    /// `AuthorizationV1Api`: the probe's access reviews (not a call of the original).
+    Authorization,
 }
 
 impl ApiGroup {
@@ -32,6 +34,7 @@ impl ApiGroup {
             ApiGroup::Networking => "networking",
             ApiGroup::Rbac => "rbac",
             ApiGroup::Apis => "apis",
+            ApiGroup::Authorization => "authorization",
         }
     }
 }
@@ -88,6 +91,7 @@ api_methods! {
     CreateNamespacedCustomObject => Custom, "createNamespacedCustomObject", "`{group, version, namespace, plural, body}`";
     GetNamespacedCustomObject => Custom, "getNamespacedCustomObject", "`{group, version, namespace, plural, name}`";
     DeleteNamespacedCustomObject => Custom, "deleteNamespacedCustomObject", "`{group, version, namespace, plural, name, propagationPolicy}`";
+    PatchNamespacedCustomObject => Custom, "patchNamespacedCustomObject", "`{group, version, namespace, plural, name, body}`, `body` sent as a JSON merge patch: moves a Sandbox's `shutdownTime` (an addition, issue #38: the original never patches)";
     ReadNamespacedNetworkPolicy => Networking, "readNamespacedNetworkPolicy", "`{name, namespace}`";
     CreateNamespacedNetworkPolicy => Networking, "createNamespacedNetworkPolicy", "`{namespace, body}`";
     ReadNamespacedRole => Rbac, "readNamespacedRole", "`{name, namespace}`";
@@ -95,6 +99,9 @@ api_methods! {
     ReadNamespacedRoleBinding => Rbac, "readNamespacedRoleBinding", "`{name, namespace}`";
     CreateNamespacedRoleBinding => Rbac, "createNamespacedRoleBinding", "`{namespace, body}`";
     GetApiVersions => Apis, "getAPIVersions", "no request (`Value::Null`); resolves with an `APIGroupList`";
+    WatchNamespacedCustomObject => Custom, "watchNamespacedCustomObject", "`{group, version, namespace, plural, fieldSelector, resourceVersion?, timeoutSeconds}`, opened with [`ClusterApi::watch`]: the Sandbox ready-wait (an addition: the original polls)";
+    WatchNamespacedPod => Core, "watchNamespacedPod", "`{namespace, labelSelector, resourceVersion?, timeoutSeconds}`, opened with [`ClusterApi::watch`]: the Sandbox ready-wait reads the pod's state (an addition: the original never does)";
+    CreateSelfSubjectAccessReview => Authorization, "createSelfSubjectAccessReview", "`{body}`; the probe's permission checks (an addition: the original never asks)";
 }
 
 impl ApiMethod {
@@ -103,6 +110,27 @@ impl ApiMethod {
         format!("{}.{}", self.group().as_str(), self.name())
     }
 }
+
+/// One event of a watch, as the API server streams it (`{"type", "object"}`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchEvent {
+    Added(Value),
+    Modified(Value),
+    Deleted(Value),
+    /// Only the object's `metadata.resourceVersion` is meaningful.
+    Bookmark(Value),
+    /// An `ERROR` event: its `metav1.Status` (code 410 when the resourceVersion the watch
+    /// started from is too old).
+    Error(Value),
+}
+
+/// The events of one open watch. It ends when the server ends it (`timeoutSeconds`) or the
+/// connection drops; an `Err` item is a failed read of the stream, after which it ends.
+pub type WatchStream = futures::stream::BoxStream<'static, Result<WatchEvent, Error>>;
+
+/// What an API server that serves no watches answers (the default of [`ClusterApi::watch`]):
+/// 405, so a caller falls back to reading.
+pub const WATCH_NOT_SERVED: &str = "watch is not served";
 
 /// A Kubernetes API server, as the orchestration code sees it.
 ///
@@ -183,6 +211,9 @@ pub trait ClusterApi: Send + Sync {
     fn delete_namespaced_custom_object(&self, request: Value) -> BoxFuture<'_, ApiResult> {
         self.call(ApiMethod::DeleteNamespacedCustomObject, request)
     }
+    fn patch_namespaced_custom_object(&self, request: Value) -> BoxFuture<'_, ApiResult> {
+        self.call(ApiMethod::PatchNamespacedCustomObject, request)
+    }
     fn read_namespaced_network_policy(&self, request: Value) -> BoxFuture<'_, ApiResult> {
         self.call(ApiMethod::ReadNamespacedNetworkPolicy, request)
     }
@@ -203,6 +234,20 @@ pub trait ClusterApi: Send + Sync {
     }
     fn get_api_versions(&self) -> BoxFuture<'_, ApiResult> {
         self.call(ApiMethod::GetApiVersions, Value::Null)
+    }
+
+    /// Opens a watch (`method` is one of the `Watch*` methods): the stream once the server has
+    /// answered, or the error it answered with. By default the server serves none (405).
+    fn watch(
+        &self,
+        method: ApiMethod,
+        request: Value,
+    ) -> BoxFuture<'_, Result<WatchStream, Error>> {
+        let _ = (method, request);
+        Box::pin(async { Err(Error::new(405, WATCH_NOT_SERVED)) })
+    }
+    fn create_self_subject_access_review(&self, request: Value) -> BoxFuture<'_, ApiResult> {
+        self.call(ApiMethod::CreateSelfSubjectAccessReview, request)
     }
 }
 

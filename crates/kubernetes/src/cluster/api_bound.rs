@@ -6,7 +6,7 @@
 //! `timeoutMs` param) kept within a floor and a cap per hook ([`HookBound`]), so that it is
 //! neither shorter than the hook's own waits nor longer than the host waits for the reply (the
 //! host's RPC timeouts: acquire and resume `max(config.timeoutMs, config.bridgeRequestTimeoutMs)` +
-//! 30 s, probe 120 s, release and destroy the default 30 s). The original applies no timeout of
+//! 30 s; probe, release and destroy the default 30 s). The original applies no timeout of
 //! its own to these calls (its client's requests have none).
 //!
 //! Execute, sync and login bound what comes before their stream instead of the whole hook (the
@@ -18,7 +18,8 @@
 //! The deadline is carried in a task-local, so every [`crate::cluster::KubeCluster`]
 //! request made inside [`with_api_bound`] is cut at it and fails with
 //! [`api_timeout_message`] as an ordinary transport error, through the hook's normal error
-//! path (an acquire's partial-failure cleanup included, which gets a fresh bound of its own).
+//! path (an acquire's partial-failure cleanup included, which gets a bound of its own: the
+//! acquire's steps are cut 5 s before the acquire's bound, and the cleanup gets those 5 s).
 
 use std::future::Future;
 use std::time::Duration;
@@ -41,11 +42,13 @@ pub const ACQUIRE: HookBound = HookBound {
     cap_ms: u64::MAX,
     default_ms: 25_000,
 };
-/// Resume: at least its 30 s readiness wait (`ResumeCheck::DEFAULT_READY_WAIT`) plus 5 s.
+/// Resume: the call's timeout (the host waits 30 s more), at least 25 s, which is also the
+/// bound without one (the host's default deadline is 30 s): its readiness wait
+/// (`ResumeCheck::DEFAULT_READY_WAIT`, 20 s) and the pod lookups after it.
 pub const RESUME: HookBound = HookBound {
-    floor_ms: 35_000,
+    floor_ms: 25_000,
     cap_ms: u64::MAX,
-    default_ms: 35_000,
+    default_ms: 25_000,
 };
 /// Release and destroy: the host waits its default 30 s whatever the config says.
 pub const RELEASE: HookBound = HookBound {
@@ -53,11 +56,12 @@ pub const RELEASE: HookBound = HookBound {
     cap_ms: 25_000,
     default_ms: 25_000,
 };
-/// Probe: the host waits 120 s.
+/// Probe: the published host calls it with its default RPC timeout, 30 s, whatever the config
+/// says; the probe's checks run at once within 10 to 25 s.
 pub const PROBE: HookBound = HookBound {
     floor_ms: 10_000,
-    cap_ms: 100_000,
-    default_ms: 100_000,
+    cap_ms: 25_000,
+    default_ms: 25_000,
 };
 
 /// One pod lookup or version discovery of a sync (which has no `timeoutMs` of its own: the
@@ -120,15 +124,6 @@ pub async fn with_api_bound<F: Future>(ms: u64, fut: F) -> F::Output {
     API_BOUND.scope(bound, fut).await
 }
 
-/// Runs `fut` under a new bound as long as the current one (from now); without a current
-/// bound, unbounded.
-pub async fn with_fresh_bound<F: Future>(fut: F) -> F::Output {
-    match API_BOUND.try_with(|b| b.ms) {
-        Ok(ms) => with_api_bound(ms, fut).await,
-        Err(_) => fut.await,
-    }
-}
-
 /// What is left of a `total_ms` budget after `elapsed_ms`, never below `floor_ms`.
 pub fn remaining_ms(total_ms: u64, elapsed_ms: u64, floor_ms: u64) -> u64 {
     total_ms.saturating_sub(elapsed_ms).max(floor_ms)
@@ -172,10 +167,11 @@ mod tests {
         assert_eq!(bound_ms(&with(json!(1500)), ACQUIRE), 10_000);
         assert_eq!(bound_ms(&with(json!(0)), ACQUIRE), 25_000);
         assert_eq!(bound_ms(&with(json!("9")), ACQUIRE), 25_000);
-        assert_eq!(bound_ms(&json!({}), RESUME), 35_000);
+        assert_eq!(bound_ms(&json!({}), RESUME), 25_000);
         assert_eq!(bound_ms(&with(json!(3_600_000)), RELEASE), 25_000);
         assert_eq!(bound_ms(&with(json!(12_000.2)), RELEASE), 12_001);
-        assert_eq!(bound_ms(&with(json!(3_600_000)), PROBE), 100_000);
+        assert_eq!(bound_ms(&with(json!(3_600_000)), PROBE), 25_000);
+        assert_eq!(bound_ms(&json!({}), PROBE), 25_000);
         let bridge = json!({"config": {"timeoutMs": 20_000, "bridgeRequestTimeoutMs": 90_000}});
         assert_eq!(bound_ms(&bridge, ACQUIRE), 90_000);
         assert_eq!(bound_ms(&json!({}), LOOKUP), 25_000);

@@ -5,13 +5,15 @@
 //! and responses come back as plain JSON.
 
 use kube::api::LogParams;
-use kube::core::params::{DeleteParams, GetParams, ListParams, PostParams, PropagationPolicy};
+use kube::core::params::{
+    DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy,
+};
 use kube::core::{Request, Status};
 use sandbox_core::BoxFuture;
 use serde_json::Value;
 
 use super::credentials::{KubeClientHandle, Redactor};
-use crate::cluster::{ApiMethod, ApiResult, ClusterApi};
+use crate::cluster::{ApiMethod, ApiResult, ClusterApi, WatchStream};
 use crate::error::Error;
 
 /// A Kubernetes API server reached through kube-rs.
@@ -74,6 +76,23 @@ impl ClusterApi for KubeCluster {
 
     fn server_url(&self) -> &str {
         KubeCluster::server_url(self)
+    }
+
+    fn watch(
+        &self,
+        method: ApiMethod,
+        request: Value,
+    ) -> BoxFuture<'_, Result<WatchStream, Error>> {
+        Box::pin(async move {
+            let path = match method {
+                ApiMethod::WatchNamespacedPod => core_path(&request, "pods")?,
+                ApiMethod::WatchNamespacedCustomObject => custom_path(&request)?,
+                other => unreachable!("{} is not a watch", other.key()),
+            };
+            let redactor = self.handle.redactor.clone();
+            let fail = move |err: kube::Error| api_error_from_kube(err, &redactor);
+            super::client_watch::open_watch(&self.handle.client, path, &request, fail).await
+        })
     }
 }
 
@@ -140,13 +159,28 @@ fn build_request(method: ApiMethod, request: &Value) -> Result<http::Request<Vec
         CreateNamespacedCustomObject => create(custom_path(request)?),
         GetNamespacedCustomObject => get(custom_path(request)?),
         DeleteNamespacedCustomObject => delete(custom_path(request)?),
+        // A JSON merge patch (`application/merge-patch+json`): custom resources take no
+        // strategic merge, and a merge patch needs no read of the object first.
+        PatchNamespacedCustomObject => Request::new(custom_path(request)?)
+            .patch(
+                &field(request, "name")?,
+                &PatchParams::default(),
+                &Patch::Merge(request.get("body").cloned().unwrap_or(Value::Null)),
+            )
+            .map_err(build_error),
         ReadNamespacedNetworkPolicy => get(networking_path(request)?),
         CreateNamespacedNetworkPolicy => create(networking_path(request)?),
         ReadNamespacedRole => get(rbac("roles")?),
         CreateNamespacedRole => create(rbac("roles")?),
         ReadNamespacedRoleBinding => get(rbac("rolebindings")?),
         CreateNamespacedRoleBinding => create(rbac("rolebindings")?),
+        CreateSelfSubjectAccessReview => {
+            create("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews".into())
+        }
         ReadNamespacedPodLog | GetApiVersions => unreachable!("handled in KubeCluster::perform"),
+        WatchNamespacedCustomObject | WatchNamespacedPod => {
+            unreachable!("watches are opened with ClusterApi::watch")
+        }
     }
 }
 
@@ -522,6 +556,25 @@ mod tests {
             seen[4].1,
             "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings/paperclip-tenant-rb"
         );
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_end_is_a_merge_patch_of_the_named_object() {
+        let (cluster, seen) = canned(|_, _| (200, json!({"metadata": {"name": "pc-1"}})));
+        let body = json!({"spec": {"shutdownTime": "2026-01-02T03:04:05Z"}});
+        cluster
+            .patch_namespaced_custom_object(json!({"group": "agents.x-k8s.io",
+                "version": "v1beta1", "namespace": "ns", "plural": "sandboxes",
+                "name": "pc-1", "body": body}))
+            .await
+            .unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].0, "PATCH");
+        assert_eq!(
+            seen[0].1,
+            "/apis/agents.x-k8s.io/v1beta1/namespaces/ns/sandboxes/pc-1?"
+        );
+        assert_eq!(seen[0].2, body);
     }
 
     #[tokio::test]

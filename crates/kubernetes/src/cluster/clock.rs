@@ -1,4 +1,4 @@
-//! Time for the polling waits, injectable so tests never sleep for real.
+//! Time for the waits, injectable so tests never sleep for real.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,13 @@ pub trait Clock: Send + Sync {
     fn now_ms(&self) -> u64;
     /// Waits `ms` milliseconds.
     fn sleep(&self, ms: u64) -> BoxFuture<'_, ()>;
+    /// Wall-clock milliseconds since the Unix epoch: what the API server's timestamps
+    /// (`creationTimestamp`, a condition's `lastTransitionTime`) are compared with.
+    fn unix_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
 }
 
 /// The real clock: monotonic time and tokio timers (the original polls with `setTimeout`).

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use super::clock::{Clock, PollOptions};
 use super::job_backend::{delete_job, find_pod_for_job, get_job_status};
+use super::readiness::{ReadinessLimits, wait_for_sandbox_ready_with};
 use super::sandbox_api_version::SandboxApiVersion;
-use super::sandbox_backend::{delete_sandbox_cr, find_pod_for_sandbox, wait_for_sandbox_ready};
+use super::sandbox_backend::{delete_sandbox_cr, find_pod_for_sandbox};
 use super::status::WorkloadPhase;
 use crate::cluster::ClusterApi;
 use crate::config::Backend;
@@ -56,13 +57,18 @@ pub struct ResumeCheck {
     pub backend: Backend,
     /// The bounded wait for an existing Sandbox to report Ready.
     pub ready_wait: PollOptions,
+    /// The config's limits of that wait (`unschedulableGraceSec`).
+    pub readiness: ReadinessLimits,
     pub sandbox_api_version: SandboxApiVersion,
 }
 
 impl ResumeCheck {
-    /// The wait resume uses when the caller does not choose one: 30 s, polling every second.
+    /// The wait resume uses when the caller does not choose one: 20 s (the original's 30 s
+    /// would outlast the host's 30 s call with what comes before and after it: resume as a
+    /// whole stays within 25 s, `api_bound::RESUME`), polling every second where the Sandbox
+    /// cannot be watched.
     pub const DEFAULT_READY_WAIT: PollOptions = PollOptions {
-        timeout_ms: 30_000,
+        timeout_ms: 20_000,
         poll_ms: 1_000,
     };
 }
@@ -120,8 +126,10 @@ async fn check_sandbox_resumable<C: ClusterApi + ?Sized>(
     let (version, namespace, name) = (check.sandbox_api_version, &check.namespace, &check.name);
     // Any failure of the bounded wait (gone, failed, terminating, timed out) means the pod will
     // not come back; it is a reason, not an error.
+    // (A request hung inside the wait is cut by the resume hook's API bound.)
+    let (wait, limits) = (check.ready_wait, check.readiness);
     if let Err(err) =
-        wait_for_sandbox_ready(cluster, clock, version, namespace, name, check.ready_wait).await
+        wait_for_sandbox_ready_with(cluster, clock, version, namespace, name, wait, limits).await
     {
         let reason = if err.is_not_found() {
             SANDBOX_CR_GONE.to_string()
@@ -317,6 +325,7 @@ mod tests {
                 timeout_ms: 3000,
                 poll_ms: 1000,
             },
+            readiness: ReadinessLimits::default(),
             sandbox_api_version: SandboxApiVersion::V1alpha1,
         }
     }

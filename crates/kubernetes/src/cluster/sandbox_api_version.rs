@@ -53,12 +53,21 @@ pub async fn discover_sandbox_api_version<C: ClusterApi + ?Sized>(
     cluster: &C,
 ) -> Result<SandboxApiVersion, Error> {
     let list = cluster.get_api_versions().await?;
-    let group = array_items(prop_nullish(Some(&list), "groups"))
+    let served =
+        served_sandbox_versions(&list).ok_or_else(|| Error::Failed(group_not_served_message()))?;
+    preferred_sandbox_api_version(&served).ok_or_else(|| {
+        let listed: Vec<String> = served.into_iter().map(Option::unwrap_or_default).collect();
+        Error::Failed(no_known_version_message(&listed))
+    })
+}
+
+/// The versions an `APIGroupList` lists for the Sandbox group, or `None` when the group is not
+/// in it. A Set in the original: distinct versions, first-seen order. A version entry without a
+/// string `version` contributes `undefined` (`None`), which joins as an empty string.
+pub fn served_sandbox_versions(list: &Value) -> Option<Vec<Option<String>>> {
+    let group = array_items(prop_nullish(Some(list), "groups"))
         .iter()
-        .find(|g| prop_nullish(Some(g), "name").and_then(Value::as_str) == Some(SANDBOX_GROUP))
-        .ok_or_else(|| Error::Failed(group_not_served_message()))?;
-    // A Set in the original: distinct versions, first-seen order. A version entry without a
-    // string `version` contributes `undefined`, which joins as an empty string.
+        .find(|g| prop_nullish(Some(g), "name").and_then(Value::as_str) == Some(SANDBOX_GROUP))?;
     let mut served: Vec<Option<String>> = Vec::new();
     for entry in array_items(prop_nullish(Some(group), "versions")) {
         let version = prop_nullish(Some(entry), "version").map(js_compat::value::to_string);
@@ -66,13 +75,14 @@ pub async fn discover_sandbox_api_version<C: ClusterApi + ?Sized>(
             served.push(version);
         }
     }
+    Some(served)
+}
+
+/// The version of [`SandboxApiVersion::PREFERENCE`] first among those served.
+pub fn preferred_sandbox_api_version(served: &[Option<String>]) -> Option<SandboxApiVersion> {
     SandboxApiVersion::PREFERENCE
         .into_iter()
         .find(|v| served.iter().any(|s| s.as_deref() == Some(v.version())))
-        .ok_or_else(|| {
-            let listed: Vec<String> = served.into_iter().map(Option::unwrap_or_default).collect();
-            Error::Failed(no_known_version_message(&listed))
-        })
 }
 
 /// Discovery results per API-server URL, for the life of the worker.

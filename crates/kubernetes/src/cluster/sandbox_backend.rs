@@ -1,13 +1,11 @@
 //! The Sandbox CR backend (agent-sandbox `agents.x-k8s.io`, plural `sandboxes`): claim,
-//! status, pod lookup, logs, release, and the wait for a Ready pod.
+//! status, pod lookup, logs and release; the wait for a Ready pod is [`super::readiness`].
 //!
-//! Behaviour of the target's `sandbox-cr-orchestrator.ts`: the status uses the *phase* mapping,
-//! while the ready-wait also accepts a `Ready=True` condition and fails fast on `Failed` and
-//! `Terminating`. Every call is bound to one [`SandboxApiVersion`].
+//! Behaviour of the target's `sandbox-cr-orchestrator.ts`: the status uses the *phase* mapping.
+//! Every call is bound to one [`SandboxApiVersion`].
 
 use serde_json::{Value, json};
 
-use super::clock::{Clock, PollOptions};
 use super::response::{created_uid, pick_pod_name};
 use super::sandbox_api_version::{SANDBOX_GROUP, SANDBOX_PLURAL, SandboxApiVersion};
 use super::status::{SandboxStatus, WorkloadPhase};
@@ -36,7 +34,8 @@ fn named_sandbox_request(version: SandboxApiVersion, namespace: &str, name: &str
     Value::Object(request)
 }
 
-async fn get_sandbox<C: ClusterApi + ?Sized>(
+/// One GET of the Sandbox (`getNamespacedCustomObject`).
+pub(super) async fn get_sandbox<C: ClusterApi + ?Sized>(
     cluster: &C,
     version: SandboxApiVersion,
     namespace: &str,
@@ -165,244 +164,15 @@ pub async fn delete_sandbox_cr<C: ClusterApi + ?Sized>(
     Ok(())
 }
 
-/// A16/A18/A19's sandbox reference.
-fn sandbox_ref(namespace: &str, name: &str) -> String {
-    format!("Sandbox {namespace}/{name}")
-}
-
-/// `waitForSandboxReady`: polls the CR until its pod can be exec'd into.
-///
-/// Ready (a `Ready` condition with status `True`, or `phase: Ready`) returns the *phase* mapping
-/// of that CR, so a condition-only Ready reports `Pending`, as in the original. Failed and
-/// Terminating fail at once; API errors (404 included) propagate without retry; running out of
-/// time is [`Error::SandboxReadyTimeout`]. It polls; it never watches.
-pub async fn wait_for_sandbox_ready<C: ClusterApi + ?Sized>(
-    cluster: &C,
-    clock: &dyn Clock,
-    version: SandboxApiVersion,
-    namespace: &str,
-    name: &str,
-    options: PollOptions,
-) -> Result<SandboxStatus, Error> {
-    let deadline = clock.now_ms().saturating_add(options.timeout_ms);
-    while clock.now_ms() < deadline {
-        let cr = get_sandbox(cluster, version, namespace, name).await?;
-        match readiness(&cr) {
-            Readiness::Ready => return Ok(map_sandbox_phase(&cr)),
-            Readiness::Failed { reason, message } => {
-                return Err(Error::Failed(format!(
-                    "{} failed: {reason} \u{2014} {message}",
-                    sandbox_ref(namespace, name)
-                )));
-            }
-            Readiness::Terminating => {
-                return Err(Error::Failed(format!(
-                    "{} is Terminating \u{2014} cannot wait for Ready",
-                    sandbox_ref(namespace, name)
-                )));
-            }
-            Readiness::NotYet => clock.sleep(options.poll_ms).await,
-        }
-    }
-    Err(Error::SandboxReadyTimeout {
-        namespace: namespace.into(),
-        name: name.into(),
-        timeout_ms: options.timeout_ms,
-    })
-}
-
-/// What one poll of the ready-wait concluded.
-enum Readiness {
-    Ready,
-    Failed { reason: String, message: String },
-    Terminating,
-    NotYet,
-}
-
-/// A status condition's `type`.
-fn condition_type(condition: &Value) -> Option<&str> {
-    prop_str(Some(condition), "type")
-}
-
-fn readiness(cr: &Value) -> Readiness {
-    let status = prop_nullish(Some(cr), "status");
-    let conditions = array_items(prop_nullish(status, "conditions"));
-    let ready_condition = conditions
-        .iter()
-        .find(|c| condition_type(c) == Some("Ready"));
-    // A `Ready=False` whose reason says "failed" is picked as the failure condition, but it only
-    // fails the wait if its status is "True", which it is not: kept as the original has it (its
-    // reason still names the failure when the phase is Failed).
-    let failed_condition = conditions.iter().find(|c| match condition_type(c) {
-        Some("Failed") => true,
-        Some("Ready") => {
-            prop_str(Some(c), "status") == Some("False")
-                && c.get("reason")
-                    .and_then(Value::as_str)
-                    // `/failed/i` without the `u` flag folds ASCII letters only.
-                    .is_some_and(|r| r.to_ascii_lowercase().contains("failed"))
-        }
-        _ => false,
-    });
-    let phase = prop_nullish(status, "phase");
-    let phase_is = |expected: &str| phase.and_then(Value::as_str) == Some(expected);
-    let status_true = |c: Option<&Value>| prop_str(c, "status") == Some("True");
-
-    if status_true(ready_condition) || phase_is("Ready") {
-        return Readiness::Ready;
-    }
-    if status_true(failed_condition) || phase_is("Failed") {
-        let mapped = map_sandbox_phase(cr);
-        let reason = mapped
-            .reason_value()
-            .or_else(|| prop_nullish(failed_condition, "reason"))
-            .map_or_else(|| "unknown reason".to_string(), value::to_string);
-        let message = mapped
-            .message_value()
-            .or_else(|| prop_nullish(failed_condition, "message"))
-            .map_or_else(String::new, value::to_string);
-        return Readiness::Failed { reason, message };
-    }
-    if phase_is("Terminating") {
-        return Readiness::Terminating;
-    }
-    Readiness::NotYet
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::ApiMethod;
-    use crate::cluster::testing::{ManualClock, ScriptedCluster, ScriptedReply};
+    use crate::cluster::testing::{ScriptedCluster, ScriptedReply};
     use crate::error::Error;
 
     const NS: &str = "paperclip-acme";
     const NAME: &str = "pc-01";
-
-    fn sandbox_returning(bodies: Vec<Value>) -> ScriptedCluster {
-        let replies = bodies.into_iter().map(ScriptedReply::Returns).collect();
-        ScriptedCluster::new().script(ApiMethod::GetNamespacedCustomObject, replies)
-    }
-
-    async fn wait(
-        cluster: &ScriptedCluster,
-        clock: &ManualClock,
-        options: PollOptions,
-    ) -> Result<SandboxStatus, Error> {
-        let version = SandboxApiVersion::V1alpha1;
-        wait_for_sandbox_ready(cluster, clock, version, NS, NAME, options).await
-    }
-
-    #[tokio::test]
-    async fn failed_phase_names_the_failed_condition() {
-        let cluster = sandbox_returning(vec![json!({"status": {"phase": "Failed",
-            "conditions": [{"type": "Failed", "reason": "OOMKilled", "message": "out of memory"}]}})]);
-        let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Sandbox paperclip-acme/pc-01 failed: OOMKilled \u{2014} out of memory"
-        );
-        assert_eq!(err.js_name(), "Error");
-    }
-
-    #[tokio::test]
-    async fn failure_without_details_says_unknown_reason() {
-        let cluster = sandbox_returning(vec![json!({"status": {"phase": "Failed"}})]);
-        let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Sandbox paperclip-acme/pc-01 failed: unknown reason \u{2014} "
-        );
-    }
-
-    #[tokio::test]
-    async fn failed_phase_falls_back_to_a_failed_ready_condition() {
-        let cluster = sandbox_returning(vec![json!({"status": {"phase": "Failed",
-            "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed", "message": "exit 1"}]}})]);
-        let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Sandbox paperclip-acme/pc-01 failed: PodFailed \u{2014} exit 1"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_failed_ready_condition_alone_keeps_waiting() {
-        // Its status is "False", so it never meets the `status === "True"` failure test.
-        let cluster = sandbox_returning(vec![json!({"status": {
-            "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed"}]}})]);
-        let options = PollOptions {
-            timeout_ms: 3000,
-            poll_ms: 1000,
-        };
-        let err = wait(&cluster, &ManualClock::new(), options)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, Error::SandboxReadyTimeout { .. }));
-    }
-
-    #[tokio::test]
-    async fn terminating_fails_fast() {
-        let cluster = sandbox_returning(vec![json!({"status": {"phase": "Terminating"}})]);
-        let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Sandbox paperclip-acme/pc-01 is Terminating \u{2014} cannot wait for Ready"
-        );
-        assert_eq!(cluster.calls().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn times_out_after_polling_on_the_clock() {
-        let cluster = sandbox_returning(vec![json!({"status": {"phase": "Pending"}})]);
-        let clock = ManualClock::new();
-        let options = PollOptions {
-            timeout_ms: 5000,
-            poll_ms: 2000,
-        };
-        let err = wait(&cluster, &clock, options).await.unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Sandbox paperclip-acme/pc-01 did not reach Ready phase within 5000ms"
-        );
-        assert_eq!(err.js_name(), "SandboxCrTimeoutError");
-        assert_eq!(cluster.calls().len(), 3, "polls at 0, 2000 and 4000 ms");
-        assert_eq!(clock.sleeps(), vec![2000, 2000, 2000]);
-    }
-
-    #[tokio::test]
-    async fn polls_until_ready() {
-        let cluster = sandbox_returning(vec![
-            json!({"status": {"phase": "Pending"}}),
-            json!({"status": {"phase": "Ready"}}),
-        ]);
-        let status = wait(&cluster, &ManualClock::new(), PollOptions::default())
-            .await
-            .unwrap();
-        assert_eq!(status.phase, WorkloadPhase::Running);
-        assert_eq!(cluster.calls().len(), 2);
-    }
-
-    #[tokio::test]
-    async fn api_errors_propagate_without_retry() {
-        let cluster = ScriptedCluster::new().script(
-            ApiMethod::GetNamespacedCustomObject,
-            vec![ScriptedReply::Throws(Error::new(404, "not found"))],
-        );
-        let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
-            .await
-            .unwrap_err();
-        assert!(err.is_not_found());
-        assert_eq!(cluster.calls().len(), 1);
-    }
 
     #[tokio::test]
     async fn claim_requires_a_uid() {

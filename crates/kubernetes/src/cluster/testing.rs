@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sandbox_core::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::api::{ApiMethod, ClusterApi};
+use futures::StreamExt;
+
+use super::api::{ApiMethod, ClusterApi, WATCH_NOT_SERVED, WatchEvent, WatchStream};
 use crate::cluster::Clock;
 use crate::error::{ApiResult, Error};
 
@@ -20,6 +22,9 @@ use crate::error::{ApiResult, Error};
 pub enum ScriptedReply {
     Returns(Value),
     Throws(Error),
+    /// Never answers: an API server that accepted the request and hangs. Like a real request,
+    /// it is cut at the hook's bound ([`super::api_bound`]) when it runs inside one.
+    Hangs,
 }
 
 impl ScriptedReply {
@@ -62,13 +67,65 @@ impl RecordedCall {
     }
 }
 
-/// The scripted fake. A method that is not scripted resolves with `{}`; a scripted list is used
-/// one entry per call, its last entry repeating.
+/// One scripted answer to a watch request: refused, or a stream of these items that then
+/// closes (the server ended it, or the connection dropped) or stays open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptedWatch {
+    Refused(Error),
+    Streams {
+        items: Vec<Result<WatchEvent, Error>>,
+        stays_open: bool,
+    },
+}
+
+impl ScriptedWatch {
+    /// A watch that streams `events` and then stays open.
+    pub fn open(events: Vec<WatchEvent>) -> Self {
+        ScriptedWatch::Streams {
+            items: events.into_iter().map(Ok).collect(),
+            stays_open: true,
+        }
+    }
+
+    /// A watch that streams `events` and then closes.
+    pub fn closing(events: Vec<WatchEvent>) -> Self {
+        ScriptedWatch::Streams {
+            items: events.into_iter().map(Ok).collect(),
+            stays_open: false,
+        }
+    }
+
+    fn stream(&self) -> Result<WatchStream, Error> {
+        match self {
+            ScriptedWatch::Refused(err) => Err(err.clone()),
+            ScriptedWatch::Streams { items, stays_open } => {
+                let items = futures::stream::iter(items.clone());
+                Ok(if *stays_open {
+                    items.chain(futures::stream::pending()).boxed()
+                } else {
+                    items.boxed()
+                })
+            }
+        }
+    }
+}
+
+/// The scripted fake. A method that is not scripted resolves with `{}` (an access review: its
+/// verdict, see [`ScriptedCluster::denying`]); a scripted list is used
+/// one entry per call, its last entry repeating. Watches are scripted apart
+/// ([`ScriptedCluster::script_watch`], the same way) and recorded apart
+/// ([`ScriptedCluster::watch_calls`]), so [`ScriptedCluster::calls`] stays the original's
+/// request/response calls; an unscripted watch is refused as [`ClusterApi::watch`] refuses.
 #[derive(Debug, Default)]
 pub struct ScriptedCluster {
     replies: HashMap<String, Vec<ScriptedReply>>,
     calls_made: Mutex<HashMap<String, usize>>,
     recorded: Mutex<Vec<RecordedCall>>,
+    watches: HashMap<String, Vec<ScriptedWatch>>,
+    watches_made: Mutex<HashMap<String, usize>>,
+    watch_log: Mutex<Vec<RecordedCall>>,
+    /// Accesses an unscripted access review denies (`"create pods/exec"`); it grants the rest.
+    denied_accesses: Vec<String>,
 }
 
 impl ScriptedCluster {
@@ -106,6 +163,47 @@ impl ScriptedCluster {
         self
     }
 
+    /// Makes unscripted access reviews deny these accesses (`"<verb> <resource>"`, the resource
+    /// with its group as kubectl names it: `"create pods/exec"`, `"get /apis"`,
+    /// `"get jobs.batch/status"`); without it they grant everything.
+    pub fn denying(mut self, accesses: &[&str]) -> Self {
+        self.denied_accesses = accesses.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// An access review's answer under [`ScriptedCluster::denying`].
+    fn review(&self, request: &Value) -> Value {
+        let spec = &request["body"]["spec"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let asked = match spec.get("nonResourceAttributes") {
+            Some(url) => format!("{} {}", text(&url["verb"]), text(&url["path"])),
+            None => {
+                let attributes = &spec["resourceAttributes"];
+                let mut resource = text(&attributes["resource"]);
+                let group = text(&attributes["group"]);
+                if !group.is_empty() {
+                    resource = format!("{resource}.{group}");
+                }
+                if let Some(sub) = attributes["subresource"].as_str() {
+                    resource = format!("{resource}/{sub}");
+                }
+                format!("{} {resource}", text(&attributes["verb"]))
+            }
+        };
+        json!({"status": {"allowed": !self.denied_accesses.contains(&asked)}})
+    }
+
+    /// Scripts the watches of `method` (replacing an earlier script for it).
+    pub fn script_watch(mut self, method: ApiMethod, answers: Vec<ScriptedWatch>) -> Self {
+        self.watches.insert(method.key(), answers);
+        self
+    }
+
+    /// Every watch request so far, in order.
+    pub fn watch_calls(&self) -> Vec<RecordedCall> {
+        self.watch_log.lock().expect("watch log lock").clone()
+    }
+
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.recorded.lock().expect("recorder lock").clone()
@@ -116,19 +214,16 @@ impl ScriptedCluster {
         Value::Array(self.calls().iter().map(RecordedCall::to_json).collect())
     }
 
-    fn answer(&self, method: ApiMethod) -> ApiResult {
+    fn answer(&self, method: ApiMethod) -> ScriptedReply {
         let key = method.key();
         let Some(replies) = self.replies.get(&key).filter(|r| !r.is_empty()) else {
-            return Ok(json!({}));
+            return ScriptedReply::Returns(json!({}));
         };
         let mut made = self.calls_made.lock().expect("counter lock");
         let index = made.entry(key).or_insert(0);
         let reply = &replies[(*index).min(replies.len() - 1)];
         *index += 1;
-        match reply {
-            ScriptedReply::Returns(body) => Ok(body.clone()),
-            ScriptedReply::Throws(err) => Err(err.clone()),
-        }
+        reply.clone()
     }
 }
 
@@ -139,23 +234,72 @@ impl ClusterApi for ScriptedCluster {
             .expect("recorder lock")
             .push(RecordedCall {
                 method,
+                args: request.clone(),
+            });
+        let reviewed = method == ApiMethod::CreateSelfSubjectAccessReview
+            && !self.replies.contains_key(&method.key());
+        if reviewed {
+            let answer = self.review(&request);
+            return Box::pin(async move { Ok(answer) });
+        }
+        match self.answer(method) {
+            ScriptedReply::Returns(body) => Box::pin(async move { Ok(body) }),
+            ScriptedReply::Throws(err) => Box::pin(async move { Err(err) }),
+            ScriptedReply::Hangs => Box::pin(async {
+                super::api_bound::bounded(std::future::pending::<ApiResult>())
+                    .await
+                    .map_err(Error::unanswered)?
+            }),
+        }
+    }
+
+    fn watch(
+        &self,
+        method: ApiMethod,
+        request: Value,
+    ) -> BoxFuture<'_, Result<WatchStream, Error>> {
+        self.watch_log
+            .lock()
+            .expect("watch log lock")
+            .push(RecordedCall {
+                method,
                 args: request,
             });
-        let result = self.answer(method);
-        Box::pin(async move { result })
+        let key = method.key();
+        let answer = match self.watches.get(&key).filter(|w| !w.is_empty()) {
+            None => Err(Error::new(405, WATCH_NOT_SERVED)),
+            Some(answers) => {
+                let mut made = self.watches_made.lock().expect("counter lock");
+                let index = made.entry(key).or_insert(0);
+                let answer = answers[(*index).min(answers.len() - 1)].stream();
+                *index += 1;
+                answer
+            }
+        };
+        Box::pin(async move { answer })
     }
 }
 
-/// A clock that starts at 0 and moves only when slept on, by exactly the requested time.
+/// A clock that starts at 0 and moves only when slept on, by exactly the requested time. Its
+/// wall clock ([`Clock::unix_ms`]) is the Unix time [`ManualClock::at_unix_ms`] set (0 unless
+/// set) plus the time slept.
 #[derive(Debug, Default)]
 pub struct ManualClock {
     now_ms: AtomicU64,
+    unix_origin_ms: AtomicU64,
     sleeps: Mutex<Vec<u64>>,
 }
 
 impl ManualClock {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A clock whose wall clock reads `unix_ms` now.
+    pub fn at_unix_ms(unix_ms: u64) -> Self {
+        let clock = Self::default();
+        clock.unix_origin_ms.store(unix_ms, Ordering::SeqCst);
+        clock
     }
 
     /// The sleeps requested so far, in order.
@@ -173,6 +317,10 @@ impl Clock for ManualClock {
         self.sleeps.lock().expect("sleep log lock").push(ms);
         self.now_ms.fetch_add(ms, Ordering::SeqCst);
         Box::pin(async {})
+    }
+
+    fn unix_ms(&self) -> u64 {
+        self.unix_origin_ms.load(Ordering::SeqCst) + self.now_ms()
     }
 }
 
@@ -220,6 +368,21 @@ mod tests {
         assert_eq!(
             cluster.calls_json(),
             json!([{"api": "apis", "method": "getAPIVersions"}])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hanging_reply_is_cut_at_the_bound() {
+        let cluster =
+            ScriptedCluster::new().script(ApiMethod::ReadNamespace, vec![ScriptedReply::Hangs]);
+        let cut = super::super::api_bound::with_api_bound(
+            50,
+            cluster.read_namespace(json!({"name": "ns"})),
+        )
+        .await;
+        assert_eq!(
+            cut.unwrap_err().to_string(),
+            super::super::api_bound::api_timeout_message(50)
         );
     }
 

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::clock::{Clock, PollOptions};
+use super::readiness::{ReadinessLimits, wait_for_sandbox_ready_with};
 use super::sandbox_api_version::SandboxApiVersion;
 use super::status::SandboxStatus;
 use super::{job_backend, pod_log, sandbox_backend};
@@ -99,7 +100,8 @@ impl WorkloadOrchestrator {
         }
     }
 
-    /// `waitForCompletion`: a Ready pod for a Sandbox, a finished Job for a Job.
+    /// `waitForCompletion`: a Ready pod for a Sandbox (within `limits`), a finished Job for a
+    /// Job.
     pub async fn wait_for_completion<C: ClusterApi + ?Sized>(
         self,
         cluster: &C,
@@ -107,10 +109,11 @@ impl WorkloadOrchestrator {
         namespace: &str,
         name: &str,
         options: PollOptions,
+        limits: ReadinessLimits,
     ) -> Result<SandboxStatus, Error> {
         match self {
             Self::SandboxCr(v) => {
-                sandbox_backend::wait_for_sandbox_ready(cluster, clock, v, namespace, name, options)
+                wait_for_sandbox_ready_with(cluster, clock, v, namespace, name, options, limits)
                     .await
             }
             Self::Job => {

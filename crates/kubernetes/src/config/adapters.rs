@@ -1,6 +1,9 @@
 //! Adapter runtime defaults: the built-in table and the optional `config.adapters` registry.
 //!
-//! The registry replaces the built-in table when it has any entry.
+//! The registry replaces the built-in table when it has any entry. `runtimeImages` (an
+//! addition, issue #37) is merged over whichever table is in force: it replaces the image of an
+//! adapter the table has, and makes an adapter the table lacks runnable with the
+//! [generic defaults](generic_adapter_defaults).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -244,6 +247,92 @@ pub fn get_adapter_defaults(
         .ok_or_else(|| ProviderError::new(format!("Unknown adapter type: {adapter_type}")))
 }
 
+/// The probe command of an adapter only `runtimeImages` names: the provider does not know that
+/// adapter's CLI, so it checks what it can, that the pod runs and that its shell answers an
+/// exec (every runtime image needs `/bin/sh`: the exec wrapper and the sync scripts run in it).
+pub const GENERIC_PROBE_COMMAND: [&str; 3] = ["sh", "-c", "true"];
+
+/// The defaults of an adapter type that no table in force knows but `runtimeImages` names: no
+/// environment keys (the worker's secrets go to no image the provider cannot vouch for), no
+/// egress FQDNs (the config's `egressAllowFqdns` and `egressAllowCidrs` still apply), the
+/// [generic probe](GENERIC_PROBE_COMMAND), and the named image.
+pub fn generic_adapter_defaults(runtime_image: &str) -> AdapterDefaults {
+    AdapterDefaults {
+        runtime_image: runtime_image.to_string(),
+        env_keys: Vec::new(),
+        allow_fqdns: Vec::new(),
+        probe_command: owned(&GENERIC_PROBE_COMMAND),
+        default_env: None,
+    }
+}
+
+/// The image `runtimeImages` gives `adapter_type`, if it names it.
+pub fn named_runtime_image<'a>(
+    runtime_images: Option<&'a StringMap>,
+    adapter_type: &str,
+) -> Option<&'a str> {
+    runtime_images?
+        .iter()
+        .find(|(named, _)| named == adapter_type)
+        .map(|(_, image)| image.as_str())
+}
+
+/// [`get_adapter_defaults`] with `runtimeImages` merged over the table in force (issue #37).
+/// Without `runtimeImages` naming `adapter_type` this is exactly `getAdapterDefaults` (its
+/// errors included). When it names it, its image replaces the table's; a registry entry
+/// without a `runtimeImage` takes it; a type the table in force lacks gets
+/// [`generic_adapter_defaults`].
+pub fn adapter_defaults_with_images(
+    adapter_type: &str,
+    registry: Option<&[AdapterRegistryEntry]>,
+    runtime_images: Option<&StringMap>,
+) -> ProviderResult<Cow<'static, AdapterDefaults>> {
+    let Some(image) = named_runtime_image(runtime_images, adapter_type) else {
+        return get_adapter_defaults(adapter_type, registry);
+    };
+    let registry = registry.filter(|r| !r.is_empty());
+    let entry = registry.and_then(|r| r.iter().find(|e| e.adapter_type == adapter_type));
+    let mut defaults = match (registry, entry) {
+        (Some(_), Some(entry)) => AdapterDefaults {
+            runtime_image: String::new(),
+            env_keys: entry.env_keys.clone().unwrap_or_default(),
+            allow_fqdns: entry.allow_fqdns.clone().unwrap_or_default(),
+            probe_command: entry.probe_command.clone().unwrap_or_default(),
+            default_env: entry.default_env.clone(),
+        },
+        (None, _) => built_in_adapter_defaults(adapter_type)
+            .cloned()
+            .unwrap_or_else(|| generic_adapter_defaults("")),
+        (Some(_), None) => generic_adapter_defaults(""),
+    };
+    defaults.runtime_image = image.to_string();
+    Ok(Cow::Owned(defaults))
+}
+
+/// The adapter types the config can run, in a stable order: those of the table in force (the
+/// registry's entries in their order when it has any, else the built-ins in theirs), then
+/// those only `runtimeImages` names, in its order. Each once.
+pub fn runnable_adapter_types<'a>(
+    registry: Option<&'a [AdapterRegistryEntry]>,
+    runtime_images: Option<&'a StringMap>,
+) -> Vec<&'a str> {
+    let table: Vec<&str> = match registry.filter(|r| !r.is_empty()) {
+        Some(registry) => registry.iter().map(|e| e.adapter_type.as_str()).collect(),
+        None => known_adapter_types().collect(),
+    };
+    let named = runtime_images
+        .into_iter()
+        .flatten()
+        .map(|(adapter_type, _)| adapter_type.as_str());
+    let mut types: Vec<&str> = Vec::new();
+    for adapter_type in table.into_iter().chain(named) {
+        if !adapter_type.is_empty() && !types.contains(&adapter_type) {
+            types.push(adapter_type);
+        }
+    }
+    types
+}
+
 /// `resolveRunAdapterType(runAdapterType, configAdapterType)`: the per-run hint, trimmed, when it
 /// is a string that is not blank; otherwise the config default. The hint is not validated here.
 pub fn resolve_run_adapter_type(
@@ -327,6 +416,110 @@ mod tests {
         );
         let err = get_adapter_defaults("aider_local", None).unwrap_err();
         assert_eq!(err.message, "Unknown adapter type: aider_local");
+    }
+
+    fn images(pairs: &[(&str, &str)]) -> StringMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn runtime_images_replace_a_built_in_image_and_keep_the_rest() {
+        let named = images(&[("codex_local", "r.example/codex:2")]);
+        let codex = adapter_defaults_with_images("codex_local", None, Some(&named)).unwrap();
+        let built_in = built_in_adapter_defaults("codex_local").unwrap();
+        assert_eq!(codex.runtime_image, "r.example/codex:2");
+        assert_eq!(
+            (&codex.env_keys, &codex.allow_fqdns, &codex.probe_command),
+            (
+                &built_in.env_keys,
+                &built_in.allow_fqdns,
+                &built_in.probe_command
+            )
+        );
+        // Other adapters keep theirs.
+        let pi = adapter_defaults_with_images("pi_local", None, Some(&named)).unwrap();
+        assert_eq!(pi.runtime_image, "ghcr.io/paperclipai/agent-runtime-pi:v1");
+    }
+
+    #[test]
+    fn an_unknown_adapter_runs_only_when_runtime_images_names_it() {
+        let named = images(&[("aider_local", "r.example/aider:1")]);
+        let aider = adapter_defaults_with_images("aider_local", None, Some(&named)).unwrap();
+        assert_eq!(
+            aider.to_json().to_string(),
+            r#"{"runtimeImage":"r.example/aider:1","envKeys":[],"allowFqdns":[],"probeCommand":["sh","-c","true"]}"#
+        );
+        for named in [None, Some(&named)] {
+            let err = adapter_defaults_with_images("goose_local", None, named).unwrap_err();
+            assert_eq!(err.message, "Unknown adapter type: goose_local");
+        }
+    }
+
+    #[test]
+    fn runtime_images_over_the_registry_in_force() {
+        let registry = [
+            entry("claude_local", Some("r/claude:1")),
+            entry("custom_local", None),
+        ];
+        let named = images(&[
+            ("claude_local", "r.example/claude:9"),
+            ("custom_local", "r.example/c:1"),
+        ]);
+        let named = Some(&named);
+        let claude = adapter_defaults_with_images("claude_local", Some(&registry), named).unwrap();
+        assert_eq!(claude.runtime_image, "r.example/claude:9");
+        assert!(
+            claude.env_keys.is_empty(),
+            "the registry entry's lists, not the built-in's"
+        );
+        // An entry without an image takes runtimeImages'.
+        let custom = adapter_defaults_with_images("custom_local", Some(&registry), named).unwrap();
+        assert_eq!(custom.runtime_image, "r.example/c:1");
+        // Without runtimeImages naming it, the registry's behaviour is exact.
+        let err = adapter_defaults_with_images("custom_local", Some(&registry), None).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Adapter \"custom_local\" is missing required runtime field: runtimeImage"
+        );
+        let err = adapter_defaults_with_images("codex_local", Some(&registry), named).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Adapter \"codex_local\" is not in the configured adapter registry"
+        );
+        // A type the registry lacks, named by runtimeImages, gets the generic defaults.
+        let extra = images(&[("extra_local", "r.example/e:1")]);
+        let extra = adapter_defaults_with_images("extra_local", Some(&registry), Some(&extra));
+        assert_eq!(*extra.unwrap(), generic_adapter_defaults("r.example/e:1"));
+    }
+
+    #[test]
+    fn runnable_types_table_then_named_each_once() {
+        let named = images(&[("pi_local", "a/b:1"), ("x_local", "a/x:1"), ("", "a/e:1")]);
+        assert_eq!(
+            runnable_adapter_types(None, Some(&named)),
+            [
+                "claude_local",
+                "codex_local",
+                "gemini_local",
+                "cursor_local",
+                "opencode_local",
+                "pi_local",
+                "x_local"
+            ]
+        );
+        let registry = [
+            entry("b_local", None),
+            entry("a_local", None),
+            entry("b_local", None),
+        ];
+        assert_eq!(
+            runnable_adapter_types(Some(&registry), Some(&named)),
+            ["b_local", "a_local", "pi_local", "x_local"]
+        );
+        assert_eq!(runnable_adapter_types(Some(&[]), None).len(), 6);
     }
 
     #[test]

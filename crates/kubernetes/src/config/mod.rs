@@ -9,6 +9,7 @@
 //!   the config) that the schema checks `adapterType` against and acquire runs with.
 
 pub mod adapters;
+pub mod image_reference;
 mod patterns;
 mod schema;
 pub mod zod;
@@ -20,7 +21,7 @@ use serde_json::{Map, Value};
 pub use adapters::{AdapterRegistryEntry, StringMap};
 use js_compat::number;
 pub use patterns::{is_valid_label_key, is_valid_label_value};
-pub use schema::parse_adapter_registry;
+pub use schema::{image_registry_invalid, parse_adapter_registry};
 pub use zod::{Issue, ZodIssues};
 
 /// How egress to FQDNs is enforced.
@@ -125,7 +126,13 @@ pub struct KubernetesConfig {
     pub kubeconfig: Option<String>,
     pub namespace_prefix: String,
     pub company_slug: Option<String>,
+    /// As written (a scheme kept): the image references get [`image_reference::parse_image_registry`]'s
+    /// prefix of it, without the scheme.
     pub image_registry: Option<String>,
+    /// `runtimeImages` (an addition, issue #37): adapter type to a full image reference, in the
+    /// order JS lists the keys. Merged over the table in force; `imageRegistry` does not rewrite
+    /// these.
+    pub runtime_images: Option<StringMap>,
     pub image_allow_list: Vec<String>,
     pub image_pull_secrets: Vec<String>,
     pub egress_allow_fqdns: Vec<String>,
@@ -139,6 +146,10 @@ pub struct KubernetesConfig {
     pub job_ttl_seconds_after_finished: f64,
     /// A JS number: validated integral and `> 0`, not bounded above.
     pub pod_activity_deadline_sec: f64,
+    /// `unschedulableGraceSec` (an addition, issue #37): how long the Sandbox ready-wait lets
+    /// the pod stay unschedulable (60 s when absent). A JS number: validated integral and
+    /// `>= 1`.
+    pub unschedulable_grace_sec: Option<f64>,
     pub adapter_type: String,
     pub adapters: Option<Vec<AdapterRegistryEntry>>,
     pub backend: Backend,
@@ -176,6 +187,9 @@ impl Serialize for Normalized<'_> {
         if let Some(registry) = &config.image_registry {
             out.serialize_entry("imageRegistry", registry)?;
         }
+        if let Some(images) = &config.runtime_images {
+            out.serialize_entry("runtimeImages", &Entries(images))?;
+        }
         out.serialize_entry("imageAllowList", &config.image_allow_list)?;
         out.serialize_entry("imagePullSecrets", &config.image_pull_secrets)?;
         out.serialize_entry("egressAllowFqdns", &config.egress_allow_fqdns)?;
@@ -203,6 +217,9 @@ impl Serialize for Normalized<'_> {
             "podActivityDeadlineSec",
             &number::json_value(config.pod_activity_deadline_sec),
         )?;
+        if let Some(grace) = config.unschedulable_grace_sec {
+            out.serialize_entry("unschedulableGraceSec", &number::json_value(grace))?;
+        }
         out.serialize_entry("adapterType", &config.adapter_type)?;
         if let Some(adapters) = &config.adapters {
             let adapters: Value = adapters.iter().map(AdapterRegistryEntry::to_json).collect();

@@ -15,6 +15,25 @@ pub const EXIT_137_HINT: &str = "Exit code 137 usually means the process was kil
 /// Appended for exit code 143.
 pub const EXIT_143_HINT: &str = "Exit code 143 usually means the process was stopped with SIGTERM, for example because its pod is being deleted or evicted. The Kubernetes exec status reports no signal, so this is not proof of a termination.";
 
+/// The note of a command whose pod was deleted under it (issue #38): it replaces the 137/143
+/// note (the code comes from the deletion, not from memory or the command), and is the whole
+/// stderr of an exec whose connection closed with the pod. Its words are ours.
+pub fn pod_deleted_note(namespace: &str, pod: &str) -> String {
+    format!(
+        "The pod {namespace}/{pod} was deleted while the command ran (an eviction, a node drain or a manual delete), and the command ended with it; it was not re-run. The lease's Sandbox starts a new pod, and the next execute waits for it and runs there."
+    )
+}
+
+/// `stderr` with [`pod_deleted_note`] on a line of its own at the end.
+pub fn append_pod_deleted_note(mut stderr: String, namespace: &str, pod: &str) -> String {
+    if !stderr.is_empty() && !stderr.ends_with('\n') {
+        stderr.push('\n');
+    }
+    stderr.push_str(&pod_deleted_note(namespace, pod));
+    stderr.push('\n');
+    stderr
+}
+
 /// The note for `exit_code`, if it has one.
 pub fn exit_status_hint(exit_code: i64) -> Option<&'static str> {
     match exit_code {
@@ -54,6 +73,20 @@ mod tests {
         assert_eq!(
             append_exit_status_hint("no newline".into(), 137),
             format!("no newline\n{EXIT_137_HINT}\n")
+        );
+    }
+
+    #[test]
+    fn the_pod_deleted_note_is_exact_and_on_its_own_line() {
+        let note = "The pod ns/p was deleted while the command ran (an eviction, a node drain or a manual delete), and the command ended with it; it was not re-run. The lease's Sandbox starts a new pod, and the next execute waits for it and runs there.";
+        assert_eq!(pod_deleted_note("ns", "p"), note);
+        assert_eq!(
+            append_pod_deleted_note("x".into(), "ns", "p"),
+            format!("x\n{note}\n")
+        );
+        assert_eq!(
+            append_pod_deleted_note(String::new(), "ns", "p"),
+            format!("{note}\n")
         );
     }
 

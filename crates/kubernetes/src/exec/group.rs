@@ -64,9 +64,49 @@ pub fn kill_argv(pid_file: &str) -> Vec<String> {
     vec!["/bin/sh".into(), "-c".into(), script]
 }
 
+/// The kill exec's argv for several commands of one container at once (worker shutdown ends
+/// every execute in flight, [`crate::lease::calls`]), `["/bin/sh", "-c", K]`: K reads the group
+/// recorded in each of `pid_files` that is still there, sends them `TERM`, waits up to
+/// [`KILL_GRACE_TENTHS`] tenths of a second while any of them lives, sends `KILL` to them all,
+/// and removes the files.
+pub fn kill_all_argv(pid_files: &[String]) -> Vec<String> {
+    let files: Vec<String> = pid_files.iter().map(|f| sh_quote(f)).collect();
+    let script = format!(
+        r#"t=; for f in {}; do [ -f "$f" ] && t="$t $(cat "$f")"; done; [ -n "$t" ] || exit 0; kill -TERM $t 2>/dev/null; a() {{ for p in $t; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }}; n=0; while [ $n -lt {KILL_GRACE_TENTHS} ] && a; do sleep 0.1 2>/dev/null || {{ sleep 1; n=$((n+9)); }}; n=$((n+1)); done; kill -KILL $t 2>/dev/null; rm -f {}"#,
+        files.join(" "),
+        files.join(" ")
+    );
+    vec!["/bin/sh".into(), "-c".into(), script]
+}
+
+/// The directory and name prefix of every pid file ([`pid_file`]): what [`kill_left_argv`] globs.
+pub const PID_FILE_PREFIX: &str = "/tmp/paperclip-exec-";
+
+/// The kill exec's argv for the commands other workers left in a container (a new worker
+/// resuming a lease after the one that ran them died, issue #38), `["/bin/sh", "-c", K]`: K
+/// reads every pid file ([`PID_FILE_PREFIX`]`*.pid`) whose name does not start with
+/// `keep_prefix` (this worker's own), takes each recorded target that is a process or group
+/// number above 1 (a file with anything else is only removed), sends them `TERM`, waits up to
+/// [`KILL_GRACE_TENTHS`] tenths of a second while any of them lives, sends `KILL`, removes
+/// those files, and prints the targets it signalled.
+pub fn kill_left_argv(keep_prefix: &str) -> Vec<String> {
+    kill_left_argv_in(PID_FILE_PREFIX, keep_prefix)
+}
+
+/// [`kill_left_argv`] over the pid files named `<prefix>*.pid`.
+fn kill_left_argv_in(prefix: &str, keep_prefix: &str) -> Vec<String> {
+    let keep = sh_quote(keep_prefix);
+    let all = sh_quote(prefix);
+    let script = format!(
+        r#"t=; for f in {all}*.pid; do case "$f" in {keep}*) continue;; esac; [ -f "$f" ] || continue; p=$(cat "$f" 2>/dev/null); case "${{p#-}}" in ''|*[!0-9]*) ;; *) [ "${{p#-}}" -gt 1 ] && t="$t $p";; esac; done; if [ -n "$t" ]; then kill -TERM $t 2>/dev/null; a() {{ for p in $t; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }}; n=0; while [ $n -lt {KILL_GRACE_TENTHS} ] && a; do sleep 0.1 2>/dev/null || {{ sleep 1; n=$((n+9)); }}; n=$((n+1)); done; kill -KILL $t 2>/dev/null; fi; for f in {all}*.pid; do case "$f" in {keep}*) continue;; esac; rm -f "$f"; done; echo $t"#
+    );
+    vec!["/bin/sh".into(), "-c".into(), script]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn the_argvs_are_exact() {
@@ -77,6 +117,115 @@ mod tests {
         assert_eq!(group_argv(&file, &argv), ["/bin/sh", "-c", group]);
         let kill = r#"f='/tmp/paperclip-exec-0b1c.pid'; [ -f "$f" ] || exit 0; t=$(cat "$f"); if [ -n "$t" ]; then kill -TERM "$t" 2>/dev/null; n=0; while [ $n -lt 20 ] && kill -0 "$t" 2>/dev/null; do sleep 0.1 2>/dev/null || { sleep 1; n=$((n+9)); }; n=$((n+1)); done; kill -KILL "$t" 2>/dev/null; fi; rm -f "$f""#;
         assert_eq!(kill_argv(&file), ["/bin/sh", "-c", kill]);
+        let all = r#"t=; for f in '/a.pid' '/b c.pid'; do [ -f "$f" ] && t="$t $(cat "$f")"; done; [ -n "$t" ] || exit 0; kill -TERM $t 2>/dev/null; a() { for p in $t; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }; n=0; while [ $n -lt 20 ] && a; do sleep 0.1 2>/dev/null || { sleep 1; n=$((n+9)); }; n=$((n+1)); done; kill -KILL $t 2>/dev/null; rm -f '/a.pid' '/b c.pid'"#;
+        assert_eq!(
+            kill_all_argv(&["/a.pid".into(), "/b c.pid".into()]),
+            ["/bin/sh", "-c", all]
+        );
+    }
+
+    /// The shutdown kill, run by this machine's `/bin/sh` on two wrapped commands (one of them
+    /// deaf to `TERM`) and a pid file whose command already ended: both groups end, every file
+    /// is removed.
+    #[test]
+    fn the_kill_of_several_commands_ends_every_group() {
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let file = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+        let (a, b, gone) = (file("a.pid"), file("b.pid"), file("gone.pid"));
+        let start = |pid_file: &str, script: &str| {
+            let argv: Vec<String> = ["/bin/sh", "-c", script].map(String::from).to_vec();
+            let wrapped = group_argv(pid_file, &argv);
+            Command::new(&wrapped[0])
+                .args(&wrapped[1..])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let mut first = start(&a, "sleep 300 & sleep 301");
+        let mut second = start(&b, "trap '' TERM; while :; do sleep 1; done");
+        let recorded = |f: &str| std::fs::read_to_string(f).is_ok_and(|t| !t.trim().is_empty());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !(recorded(&a) && recorded(&b)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the wrappers record their groups"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let argv = kill_all_argv(&[a.clone(), b.clone(), gone]);
+        let status = Command::new(&argv[0]).args(&argv[1..]).status().unwrap();
+        assert!(status.success());
+        // Both wrappers pass on their command's end by a signal.
+        assert_eq!(first.wait().unwrap().code(), Some(128 + 15));
+        assert_eq!(second.wait().unwrap().code(), Some(128 + 9));
+        assert!(!Path::new(&a).exists() && !Path::new(&b).exists());
+    }
+
+    /// The resume's kill, run by this machine's `/bin/sh` over a directory of its own: the
+    /// groups recorded by other workers end (one of them deaf to `TERM`), this worker's own
+    /// command runs on, and a file naming no group (or pid 1) is only removed.
+    #[test]
+    fn the_kill_of_what_other_workers_left_spares_this_workers_commands() {
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = format!("{}/paperclip-exec-", dir.path().to_str().unwrap());
+        let file = |n: &str| format!("{prefix}{n}.pid");
+        let (old_a, old_b, mine) = (file("w1-a"), file("w2-b"), file("me-c"));
+        let (bogus, init) = (file("w1-x"), file("w1-y"));
+        std::fs::write(&bogus, "-1; rm -rf /\n").unwrap();
+        std::fs::write(&init, "-1\n").unwrap();
+        let start = |pid_file: &str, script: &str| {
+            let argv: Vec<String> = ["/bin/sh", "-c", script].map(String::from).to_vec();
+            let wrapped = group_argv(pid_file, &argv);
+            Command::new(&wrapped[0])
+                .args(&wrapped[1..])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let mut first = start(&old_a, "sleep 300 & sleep 301");
+        let mut second = start(&old_b, "trap '' TERM; while :; do sleep 1; done");
+        let mut own = start(&mine, "sleep 302");
+        let recorded = |f: &str| std::fs::read_to_string(f).is_ok_and(|t| !t.trim().is_empty());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !(recorded(&old_a) && recorded(&old_b) && recorded(&mine)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the wrappers record their groups"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let argv = kill_left_argv_in(&prefix, &format!("{prefix}me-"));
+        let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
+        assert!(out.status.success());
+        let said = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(said.split_whitespace().count(), 2, "{said}");
+        assert_eq!(first.wait().unwrap().code(), Some(128 + 15));
+        assert_eq!(second.wait().unwrap().code(), Some(128 + 9));
+        for gone in [&old_a, &old_b, &bogus, &init] {
+            assert!(!Path::new(gone).exists(), "{gone}");
+        }
+        assert!(
+            own.try_wait().unwrap().is_none(),
+            "this worker's command runs on"
+        );
+        assert!(recorded(&mine));
+        let argv = kill_argv(&mine);
+        assert!(
+            Command::new(&argv[0])
+                .args(&argv[1..])
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert_eq!(own.wait().unwrap().code(), Some(128 + 15));
+        assert_eq!(
+            kill_left_argv("/tmp/paperclip-exec-w-")[2],
+            kill_left_argv_in(PID_FILE_PREFIX, "/tmp/paperclip-exec-w-")[2]
+        );
     }
 
     /// The wrapper, run by this machine's `/bin/sh`: the command's argv, stdin, output and

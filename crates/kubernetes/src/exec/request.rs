@@ -149,6 +149,42 @@ pub fn streaming_timeout_message(
     )
 }
 
+/// The message of an `execInPodStreaming` whose connection ended before the status frame (the
+/// API server, the node or the network went away mid-stream): it answers at once, instead of
+/// at the watchdog, which for a sync is the pod's whole activity deadline (issue #38).
+pub fn streaming_closed_message(pod: &str, container: &str, cmd0: &str) -> String {
+    format!(
+        "execInPodStreaming connection closed before the command's exit status (pod={pod}, container={container}, cmd0={cmd0}): the API server or the connection to it went away in the middle of the transfer, which did not finish; retry the sync once the cluster answers."
+    )
+}
+
+/// The message of an `execInPod` whose connection ended before the status frame while the
+/// command ran (the API server, the node or the network went away): it answers at once, where
+/// the original waits for its watchdog and reports a timeout (issue #38, docs/wire-parity.md).
+pub fn exec_closed_message(pod: &str, container: &str, cmd0: &str) -> String {
+    format!(
+        "execInPod connection closed before the command's exit status (pod={pod}, container={container}, cmd0={cmd0}): the API server, the node or the connection to them went away while the command ran; it was not re-run, and it was ended if the pod could still be reached."
+    )
+}
+
+/// The message of an `execInPod` whose websocket upgrade the API server answered with an HTTP
+/// error status (`api_message` is the API server's own Status message): the command never
+/// started (issue #38; the original reports it as a timed-out result).
+pub fn exec_refused_message(code: u16, pod: &str, container: &str, api_message: &str) -> String {
+    let detail = api_message.replace('\n', " ");
+    format!(
+        "execInPod was refused by the API server with HTTP {code} (pod={pod}, container={container}); the command did not start: {detail}"
+    )
+}
+
+/// The message of an `execInPod` that got no HTTP answer to its websocket upgrade (connection
+/// refused, reset, TLS): the command never started (issue #38).
+pub fn exec_unreachable_message(pod: &str, container: &str, cause: &str) -> String {
+    format!(
+        "execInPod could not reach the API server (pod={pod}, container={container}); the command did not start: {cause}"
+    )
+}
+
 /// The message of an `execInPod` whose stdout or stderr outgrew its buffer cap (A33 / A34 in the
 /// error reference).
 pub fn exec_cap_message(stream: OutputStream, cap: u64, pod: &str, container: &str) -> String {

@@ -13,8 +13,8 @@ use tokio::io::AsyncWriteExt;
 use super::group;
 pub use super::wire::exit_code_from_status;
 use super::wire::{
-    attach_params, collect_stream, collect_tail, complete, connect, until_watchdog, with_input,
-    with_watchdog,
+    attach_params, collect_stream, collect_tail, complete, connect, copy_into_stdin,
+    exec_refused_by_status, with_input, with_watchdog,
 };
 use crate::cluster::Redactor;
 use crate::error::Error;
@@ -23,7 +23,8 @@ use crate::error::Error;
 pub use super::request::{
     AGENT_CONTAINER, ExecOutput, ExecRequest, OUTPUT_TAP_CAPACITY, OutputTap, OutputTapReceiver,
     READ_CHUNK_BYTES, RESULT_TAIL_BYTES, StreamingIo, StreamingOutput, decode_output,
-    exec_cap_message, exec_timeout_message, output_tap, streaming_stderr_cap_message,
+    exec_cap_message, exec_closed_message, exec_refused_message, exec_timeout_message,
+    exec_unreachable_message, output_tap, streaming_closed_message, streaming_stderr_cap_message,
     streaming_timeout_message,
 };
 #[cfg(feature = "testing")]
@@ -86,13 +87,25 @@ pub async fn exec_in_pod(
             tap,
             keep,
         );
-        let closed = || until_watchdog(request.timeout_ms, on_timeout);
+        // A connection that ends (or fails) before the status frame answers at once, naming
+        // it (issue #38: the original waits for its watchdog and reports a timeout).
+        let closed_message = exec_closed_message(pod, container, &cmd0);
+        let closed = || std::future::ready(Error::Transport(closed_message.clone()));
         let status = process.take_status();
         // The exit status counts as soon as it arrives, whether or not the command read all of
         // its stdin (one that exits early never will): the write is not awaited after it.
         let ((stdout, stderr), status) =
-            complete(status, with_input(write, try_join(stdout, stderr)), closed).await?;
+            complete(status, with_input(write, try_join(stdout, stderr)), closed)
+                .await
+                .map_err(|err| match err {
+                    Error::Transport(_) => Error::Transport(closed_message.clone()),
+                    other => other,
+                })?;
         drop(stdin);
+        let produced = !stdout.0.is_empty() || !stderr.0.is_empty() || stdout.1 || stderr.1;
+        if let Some(refused) = exec_refused_by_status(&status, produced) {
+            return Err(refused);
+        }
         Ok(ExecOutput {
             exit_code: exit_code_from_status(&status),
             stdout: decode_output(stdout.0),
@@ -112,7 +125,11 @@ pub async fn exec_in_pod(
 }
 
 /// `execInPodStreaming`: the argv is sent as it is (the callers' scripts carry their own
-/// `head -c`). A stdin source error or a stdout sink error fails the exec closed.
+/// `head -c`). A stdin source error or a stdout sink error fails the exec closed. A connection
+/// that ends before the status frame fails it at once with [`streaming_closed_message`]: the
+/// original waits for its watchdog, which for a sync is the pod's whole activity deadline
+/// (docs/wire-parity.md). A stdin write that fails (the connection went away, or the command
+/// stopped reading) fails nothing by itself: the status, or its absence, says which.
 pub async fn exec_in_pod_streaming(
     client: &kube::Client,
     redactor: &Redactor,
@@ -125,10 +142,8 @@ pub async fn exec_in_pod_streaming(
     let cmd0 = argv.first().cloned().unwrap_or_default();
     let timeout_ms = io.timeout_ms;
     let timeout_message = streaming_timeout_message(timeout_ms, pod, container, &cmd0);
-    let on_timeout = {
-        let message = timeout_message.clone();
-        move || Error::Timeout(message)
-    };
+    let on_timeout = move || Error::Timeout(timeout_message);
+    let closed_message = streaming_closed_message(pod, container, &cmd0);
     let StreamingIo {
         stdin: source,
         stdout: sink,
@@ -144,15 +159,7 @@ pub async fn exec_in_pod_streaming(
             None
         };
         let pump_in: BoxFuture<'_, Result<(), Error>> = match (source, stdin.as_mut()) {
-            (Some(mut source), Some(writer)) => Box::pin(async move {
-                tokio::io::copy(&mut source, writer)
-                    .await
-                    .map_err(|e| Error::Transport(e.to_string()))?;
-                writer
-                    .flush()
-                    .await
-                    .map_err(|e| Error::Transport(e.to_string()))
-            }),
+            (Some(source), Some(writer)) => Box::pin(copy_into_stdin(source, writer)),
             _ => Box::pin(async { Ok(()) }),
         };
         let reader = process.stdout();
@@ -185,7 +192,7 @@ pub async fn exec_in_pod_streaming(
             |cap| Error::Cap(streaming_stderr_cap_message(cap, pod, container)),
             None,
         );
-        let closed = || until_watchdog(timeout_ms, || Error::Timeout(timeout_message));
+        let closed = || std::future::ready(Error::Transport(closed_message));
         let status = process.take_status();
         let (((), (), stderr), status) =
             complete(status, try_join3(pump_in, pump_out, stderr), closed).await?;
@@ -253,6 +260,33 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_status_without_an_exit_code_is_a_refusal_when_nothing_was_said() {
+        let status = |v: serde_json::Value| serde_json::from_value::<Status>(v).unwrap();
+        let gone = status(
+            json!({"status": "Failure", "reason": "InternalError", "code": 500,
+            "message": "Internal error occurred: error executing command in container: container not found"}),
+        );
+        let err = exec_refused_by_status(&gone, false).unwrap();
+        assert_eq!(err.http_status(), Some(500));
+        assert_eq!(
+            err.to_string(),
+            "HTTP-Code: 500\nMessage: Internal error occurred: error executing command in container: container not found"
+        );
+        assert_eq!(err.status_body().unwrap()["reason"], "InternalError");
+        // A command that said something had started: its exit, as before.
+        assert!(exec_refused_by_status(&gone, true).is_none());
+        for exit in [
+            json!({"status": "Success"}),
+            json!({"status": "Failure", "reason": "NonZeroExitCode"}),
+            json!({"status": "Failure", "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}),
+        ] {
+            assert!(exec_refused_by_status(&status(exit), false).is_none());
+        }
+        let bare = exec_refused_by_status(&status(json!({"status": "Failure"})), false).unwrap();
+        assert_eq!(bare.http_status(), Some(500));
+    }
+
+    #[test]
     fn messages_are_exact() {
         assert_eq!(
             exec_timeout_message(5000, "pc-1", "agent", "/bin/sh"),
@@ -269,6 +303,10 @@ mod tests {
         assert_eq!(
             streaming_timeout_message(7, "p", "agent", "sh"),
             "execInPodStreaming timed out after 7ms (pod=p, container=agent, cmd0=sh). The WebSocket likely dropped before the command produced a status frame."
+        );
+        assert_eq!(
+            streaming_closed_message("p", "agent", "/bin/sh"),
+            "execInPodStreaming connection closed before the command's exit status (pod=p, container=agent, cmd0=/bin/sh): the API server or the connection to it went away in the middle of the transfer, which did not finish; retry the sync once the cluster answers."
         );
         assert_eq!(
             streaming_stderr_cap_message(1048576, "p", "agent"),

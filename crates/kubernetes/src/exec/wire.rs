@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, AttachedProcess};
 use sandbox_core::OutputStream;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 #[cfg(feature = "testing")]
 use tokio::sync::mpsc;
 
@@ -56,19 +56,6 @@ pub mod probe {
     }
 }
 
-/// What an exec whose connection ended without a status frame fails with. The original attaches
-/// no close listener, so it notices a dropped socket only when its watchdog fires, and reports
-/// the watchdog's message (A32/A35): this waits for the watchdog too (kube-rs would tell at once),
-/// so the host sees the same message at the same time. Without a watchdog (`timeout_ms` 0) there
-/// is nothing to wait for: the timeout message comes at once.
-pub(super) async fn until_watchdog(timeout_ms: u64, timed_out: impl FnOnce() -> Error) -> Error {
-    if timeout_ms > 0 {
-        // `with_watchdog` around the exec ends this wait with its own error.
-        std::future::pending::<()>().await;
-    }
-    timed_out()
-}
-
 /// The exit code of a status frame: `Success` → 0; an `ExitCode` cause → its number (1 when
 /// it is not a number); anything else → 1.
 pub fn exit_code_from_status(status: &Status) -> i64 {
@@ -88,6 +75,33 @@ pub fn exit_code_from_status(status: &Status) -> i64 {
             let message = cause.message.as_deref().unwrap_or_default();
             message.trim().parse::<i64>().unwrap_or(1)
         })
+}
+
+/// A status frame that fails the exec itself rather than reporting the command's exit: a
+/// `Failure` that is not `NonZeroExitCode` and carries no `ExitCode` cause (on a real node,
+/// `container not found` or a container that has stopped, in a pod being deleted or replaced;
+/// or an image without `/bin/sh`). It is the API error it carries, as if the upgrade had been
+/// refused (issue #38: the original reports it as exit 1 with empty output). Only for an exec
+/// that produced no output: a command that said something had started.
+pub(super) fn exec_refused_by_status(status: &Status, produced_output: bool) -> Option<Error> {
+    let is_exit = status.status.as_deref() == Some("Success")
+        || status.reason.as_deref() == Some("NonZeroExitCode")
+        || status
+            .details
+            .as_ref()
+            .and_then(|d| d.causes.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.reason.as_deref() == Some("ExitCode")));
+    if is_exit || produced_output {
+        return None;
+    }
+    let code = status
+        .code
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400)
+        .unwrap_or(500);
+    let said = status.message.clone().unwrap_or_default();
+    let body = serde_json::to_value(status).unwrap_or_default();
+    Some(Error::new(code, format!("HTTP-Code: {code}\nMessage: {said}")).with_status(body))
 }
 
 /// Sends one chunk to the tap, waiting while it is full (backpressure).
@@ -255,6 +269,31 @@ pub(super) async fn complete<T, Closed: Future<Output = Error>>(
                 Some(status) => Ok((io.await?, status)),
                 None => Err(closed().await),
             }
+        }
+    }
+}
+
+/// Copies `source` into a streaming exec's stdin. A source that fails to read fails the exec
+/// (its error, as the original's pipe reports it); a write that fails does not: the connection
+/// went away, or the command stopped reading, and the status frame (or its absence) tells
+/// which, so the copy just stops.
+pub(super) async fn copy_into_stdin<R, W>(mut source: R, writer: &mut W) -> Result<(), Error>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + ?Sized,
+{
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = source
+            .read(&mut buffer)
+            .await
+            .map_err(|e| Error::Transport(e.to_string()))?;
+        if n == 0 {
+            let _ = writer.flush().await;
+            return Ok(());
+        }
+        if writer.write_all(&buffer[..n]).await.is_err() {
+            return Ok(());
         }
     }
 }

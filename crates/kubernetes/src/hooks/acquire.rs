@@ -10,8 +10,9 @@ use serde_json::{Map, Value, json};
 
 use super::cluster_err;
 use super::lifecycle::{ACQUIRE_CLEANUP_INCOMPLETE, PAPERCLIP_SERVER_NAMESPACE};
-use crate::builders::images::resolve_image;
-use crate::builders::sandbox_cr::{HardStop, SandboxCrManifestInput, build_sandbox_cr_manifest};
+use crate::builders::sandbox_cr::{
+    HardStop, SandboxCrManifestInput, build_sandbox_cr_manifest, shutdown_time_text,
+};
 use crate::builders::scoped_egress::{
     ADAPTER_EGRESS_POLICY_SUFFIX, NETWORK_EGRESS_GRANT_PATH, ScopedEgressPolicyInput,
     ScopedNetworkEgressGrant, ScopedPolicyBaseRules, parse_scoped_network_egress_grant,
@@ -27,12 +28,13 @@ use crate::cluster::{
     ClusterApi, DestroyLease, PerRunSecret, SandboxApiVersion, TenantInput, TenantResourceQuota,
     WorkloadOrchestrator, create_per_run_secret,
     create_scoped_network_egress_policy_or_release_workload, destroy_lease_resources,
-    ensure_tenant,
+    ensure_tenant, unconfirmed_create,
 };
 use crate::config::{Backend, KubernetesConfig};
 use crate::error::Error;
 use crate::lease::AcquirePlan;
 use crate::lease::DEFAULT_REMOTE_CWD;
+use crate::lease::lease_end::{end_to_write, idle_ms};
 use crate::lease::precheck::prepare_acquire;
 use crate::login::LoginLeaseScope;
 use crate::provider::KubernetesProvider;
@@ -56,6 +58,11 @@ pub fn generate_bootstrap_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What an acquire keeps of its bound for deleting what it created when a step fails: its steps
+/// are cut that much earlier (never below the bound's floor), and the cleanup gets this bound
+/// of its own, so that the whole hook ends within its bound (25 s without a `timeoutMs`).
+pub const ACQUIRE_CLEANUP_MS: u64 = 5_000;
+
 /// Deletes what a failed acquire created (the G-sync/egress acquire cleanup): the workload, and the per-run Secret
 /// by name (it may exist without its owner having been recorded anywhere); the scoped egress
 /// policies go with the workload through their ownerReferences. Returns the error the hook
@@ -65,10 +72,34 @@ async fn undo_failed_acquire(
     created: &DestroyLease,
     err: Error,
 ) -> ProviderError {
-    // A fresh bound: the acquire's own may be spent (a hung step), and the cleanup must run.
-    match api_bound::with_fresh_bound(destroy_lease_resources(api, created)).await {
+    // A bound of its own: the acquire's may be spent (a hung step), and the cleanup must run.
+    let cleanup = destroy_lease_resources(api, created);
+    match api_bound::with_api_bound(ACQUIRE_CLEANUP_MS, cleanup).await {
         Ok(()) => err.into(),
         Err(_) => ProviderError::new(ACQUIRE_CLEANUP_INCOMPLETE),
+    }
+}
+
+/// After a workload create whose outcome is unknown ([`unconfirmed_create`]): the workload is
+/// looked up by its name and deleted if this acquire made it, and the hook rejects with the
+/// create's own error; when that lookup or delete fails too, with a message naming the object.
+async fn undo_unconfirmed_claim(
+    api: &dyn ClusterApi,
+    orchestrator: WorkloadOrchestrator,
+    run: &Run<'_>,
+    labels: &Value,
+    err: Error,
+) -> ProviderError {
+    let (namespace, name) = (run.namespace, run.job_name.as_str());
+    let cleanup =
+        unconfirmed_create::delete_unconfirmed_workload(api, orchestrator, namespace, name, labels);
+    match api_bound::with_api_bound(ACQUIRE_CLEANUP_MS, cleanup).await {
+        Ok(()) => err.into(),
+        Err(_) => ProviderError::new(unconfirmed_create::unconfirmed_create_message(
+            orchestrator,
+            namespace,
+            name,
+        )),
     }
 }
 
@@ -96,6 +127,9 @@ struct Run<'a> {
     job_name: String,
     secret_name: String,
     version: SandboxApiVersion,
+    /// Issue #38: when the Sandbox ends by itself unless a hook moves it
+    /// ([`crate::lease::lease_end`]); Unix milliseconds. Unused on the job backend.
+    end_ms: u64,
 }
 
 impl Run<'_> {
@@ -121,12 +155,7 @@ impl Run<'_> {
             company_id: company_id.into(),
             adapter_type: plan.effective_adapter_type.clone(),
         });
-        let image = resolve_image(
-            None,
-            &plan.adapter_defaults.runtime_image,
-            &config.image_allow_list,
-            config.image_registry.as_deref(),
-        )?;
+        let image = plan.image.clone();
         let resources = ContainerResources::from_config(config.default_resources.as_ref());
         let image_pull_secrets = Some(config.image_pull_secrets.clone());
         Ok(if self.is_sandbox() {
@@ -146,6 +175,7 @@ impl Run<'_> {
                     active_deadline_seconds: d.active_deadline_sec,
                 }),
                 api_version: self.version,
+                shutdown_time: shutdown_time_text(self.end_ms),
             })?
         } else {
             build_job_manifest(&JobManifestInput {
@@ -323,7 +353,8 @@ impl KubernetesProvider {
         sink: &dyn HostSink,
     ) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::ACQUIRE);
-        api_bound::with_api_bound(ms, self.acquire_unbounded(params, sink)).await
+        let steps_ms = api_bound::remaining_ms(ms, ACQUIRE_CLEANUP_MS, api_bound::ACQUIRE.floor_ms);
+        api_bound::with_api_bound(steps_ms, self.acquire_unbounded(params, sink)).await
     }
 
     async fn acquire_unbounded(
@@ -369,15 +400,25 @@ impl KubernetesProvider {
             secret_name: run_secret_name(&job_name),
             job_name,
             version,
+            end_ms: end_to_write(
+                self.clock().unix_ms(),
+                api_bound::bound_ms(params, api_bound::ACQUIRE),
+                idle_ms(config),
+            ),
         };
         let manifest = run.manifest(company_id)?;
+        let labels = manifest
+            .pointer("/metadata/labels")
+            .cloned()
+            .unwrap_or(Value::Null);
         let orchestrator = WorkloadOrchestrator::for_backend(config.backend, version);
         let created = run.created();
         let owner_uid = match orchestrator.claim(api, namespace, manifest).await {
             Ok(uid) => uid,
-            // A claim cut at the bound may have created the workload all the same.
-            Err(err) if api_bound::is_timeout(&err.to_string()) => {
-                return Err(undo_failed_acquire(api, &created, err).await);
+            // A create that failed may have made the workload all the same (a 5xx after the
+            // effect, a dropped connection, a reply cut at the bound).
+            Err(err) if unconfirmed_create::outcome_unknown(&err) => {
+                return Err(undo_unconfirmed_claim(api, orchestrator, &run, &labels, err).await);
             }
             Err(err) => return Err(err.into()),
         };
@@ -396,6 +437,8 @@ impl KubernetesProvider {
         );
         let job_name = run.job_name.clone();
         if is_sandbox {
+            // The end the Sandbox was created with: its next hooks need not write it again.
+            self.lease_ends().remember(&job_name, run.end_ms).await;
             self.login().remember(
                 &job_name,
                 LoginLeaseScope {

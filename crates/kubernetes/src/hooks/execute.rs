@@ -4,77 +4,34 @@
 //! The sandbox-cr path waits for the Sandbox to be Ready once per lease and worker, answers the
 //! fast-upload chunk protocol without running anything until a flush, and otherwise runs the
 //! command through the env/cwd wrapper. G-exec2: `cwd` is honoured, every result carries
-//! `signal: null`, and exits 137/143 get an explanatory note on stderr.
+//! `signal: null`, and exits 137/143 get an explanatory note on stderr. The command's exec, what
+//! its result says when the exec fails or the pod is deleted under it, and the wait for a pod
+//! being replaced are `execute_run`'s (issue #38); the call's state is `execute_call`'s.
 
-use sandbox_core::{HostSink, OutputStream, ProviderResult};
-use serde_json::{Map, Value, json};
+use sandbox_core::{HostSink, OutputStream, ProviderError, ProviderResult};
+use serde_json::{Value, json};
 
-use crate::builders::scoped_egress::{ScopedNetworkEgressGrant, append_network_egress_deny_hint};
+use crate::builders::scoped_egress::append_network_egress_deny_hint;
 use crate::cluster::api_bound;
-use crate::cluster::{PollOptions, WorkloadOrchestrator};
+use crate::cluster::{PollOptions, ReadinessLimits, WorkloadOrchestrator};
 use crate::config::{Backend, KubernetesConfig};
 use crate::error::Error;
-use crate::exec::EXEC_FLOOR_MS;
 use crate::exec::ExecRequest;
 use crate::exec::command::wrap_command_with_env;
-use crate::exec::exit_hints::append_exit_status_hint;
 use crate::exec::upload_interceptor::{UploadDecision, flush_script};
 use crate::hooks::{ConfigStage, config_stage_of_execute};
-use crate::lease::{Connection, LeaseView};
+use crate::lease::LeaseView;
+use crate::lease::calls::{ActiveCall, EXECUTE_CANCELLED};
+use crate::lease::lease_end::idle_ms;
 use crate::provider::KubernetesProvider;
 use js_compat::{string, value};
 
 /// An execute whose Sandbox turned Ready without a resolvable pod name (B7 in the error reference).
 pub const SANDBOX_POD_UNRESOLVED: &str = "Sandbox pod is Ready but podName could not be resolved.";
-/// Readiness and completion poll of execute.
-pub const EXECUTE_POLL_MS: u64 = 2_000;
+pub use super::execute_call::EXECUTE_POLL_MS;
+use super::execute_call::{Call, execute_result};
 
-/// The message of an execute whose Sandbox pod did not turn Ready in time (B6 in the error
-/// reference).
-pub fn sandbox_not_ready_message(timeout_ms: u64) -> String {
-    format!("Sandbox pod did not become Ready within {timeout_ms}ms")
-}
-
-/// `{exitCode, signal: null, timedOut, stdout, stderr, metadata}`: every execute result past
-/// the lease-id check (G-exec2: Kubernetes exec reports no signal, so none is ever claimed). The
-/// output strings are moved in (`json!` would copy them, and stdout can be tens of MiB).
-fn execute_result(
-    exit_code: Value,
-    timed_out: bool,
-    stdout: String,
-    stderr: String,
-    metadata: Value,
-) -> Value {
-    let mut result = Map::new();
-    result.insert("exitCode".into(), exit_code);
-    result.insert("signal".into(), Value::Null);
-    result.insert("timedOut".into(), timed_out.into());
-    result.insert("stdout".into(), Value::String(stdout));
-    result.insert("stderr".into(), Value::String(stderr));
-    result.insert("metadata".into(), metadata);
-    Value::Object(result)
-}
-
-/// One execute call past its config stage: the params, the lease it runs in, the connection and
-/// the call's budget. Both backends' steps read it.
-struct Call<'a> {
-    params: &'a Value,
-    connection: &'a Connection,
-    lease: &'a LeaseView<'a>,
-    lease_id: &'a str,
-    namespace: &'a str,
-    grant: &'a ScopedNetworkEgressGrant,
-    /// The params' `timeoutMs`, or the config's pod activity deadline.
-    timeout_ms: u64,
-    sink: &'a dyn HostSink,
-}
-
-impl Call<'_> {
-    /// What is left of the call's budget `elapsed_ms` into it, never below the exec floor.
-    fn budget_left_ms(&self, elapsed_ms: u64) -> u64 {
-        api_bound::remaining_ms(self.timeout_ms, elapsed_ms, EXEC_FLOOR_MS)
-    }
-}
+pub use super::execute_call::sandbox_not_ready_message;
 
 /// The params' `timeoutMs` (rounded up) when positive, else the config's pod activity deadline.
 fn effective_timeout_ms(params: &Value, config: &KubernetesConfig) -> u64 {
@@ -135,7 +92,25 @@ impl CommandLine {
 impl KubernetesProvider {
     /// `onEnvironmentExecute`. Output is streamed to `sink.execution_log` as it arrives; the
     /// streamed text equals the returned stdout/stderr (before the egress hint is appended).
+    /// Worker shutdown stops it where it is: it rejects with [`EXECUTE_CANCELLED`] at once, and
+    /// shutdown ends the command it had started ([`crate::lease::calls`]).
     pub async fn execute(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        let cancelled = || ProviderError::new(EXECUTE_CANCELLED);
+        let active = self.calls().begin().ok_or_else(cancelled)?;
+        // Boxed: the execute's future is large, and every caller would carry it twice.
+        let call = Box::pin(self.execute_call(params, sink, &active));
+        active
+            .until_stopped(call)
+            .await
+            .unwrap_or_else(|| Err(cancelled()))
+    }
+
+    async fn execute_call(
+        &self,
+        params: &Value,
+        sink: &dyn HostSink,
+        active: &ActiveCall<'_>,
+    ) -> ProviderResult<Value> {
         let config = match config_stage_of_execute(params)? {
             ConfigStage::Return(result) => return Ok(result),
             ConfigStage::Proceed(config) => config,
@@ -156,7 +131,10 @@ impl KubernetesProvider {
             namespace: &namespace,
             grant: &grant,
             timeout_ms: effective_timeout_ms(params, &config),
+            idle_ms: idle_ms(&config),
+            readiness: ReadinessLimits::of(&config),
             sink,
+            active,
         };
         match backend {
             Backend::Job => self.execute_job(&call).await,
@@ -174,11 +152,19 @@ impl KubernetesProvider {
         let version = api_bound::with_api_bound(call.budget_left_ms(0), version).await?;
         let orchestrator = WorkloadOrchestrator::SandboxCr(version);
         let started = self.clock().now_ms();
+        // Issue #38: the lease is in use for up to the call's timeout; its end moves first.
+        let lease_ref = (call.namespace, call.lease_id);
+        let bounds = (call.idle_ms, call.timeout_ms);
+        self.keep_lease_alive(call.connection, version, lease_ref, bounds, call.sink)
+            .await;
         let base_metadata = json!({
             "provider": "kubernetes", "backend": "sandbox-cr",
             "namespace": call.namespace, "sandboxName": call.lease_id,
         });
-        if !self.wait_until_ready(call, &orchestrator).await? {
+        if !self
+            .wait_until_ready(call, &orchestrator, call.timeout_ms)
+            .await?
+        {
             return Ok(execute_result(
                 Value::Null,
                 true,
@@ -214,48 +200,9 @@ impl KubernetesProvider {
             call.params.get("env"),
             call.params.get("cwd"),
         );
-        let elapsed = self.clock().now_ms().saturating_sub(started);
-        let request = command_request(call, &pod_name, argv, call.budget_left_ms(elapsed));
-        Ok(run_command(call, request, metadata).await)
-    }
-
-    /// Waits for the lease's Sandbox to be Ready unless this worker has seen it so: `false` when
-    /// it did not turn Ready within the call's timeout.
-    async fn wait_until_ready(
-        &self,
-        call: &Call<'_>,
-        orchestrator: &WorkloadOrchestrator,
-    ) -> ProviderResult<bool> {
-        if self.ready().contains(call.lease_id) {
-            return Ok(true);
-        }
-        let options = PollOptions {
-            timeout_ms: call.timeout_ms,
-            poll_ms: EXECUTE_POLL_MS,
-        };
-        let api = call.connection.api.as_ref();
-        // The deadline holds even while one of the polls hangs (an API server
-        // that accepts the request and never answers): same result as a readiness timeout.
-        let wait = orchestrator.wait_for_completion(
-            api,
-            self.clock(),
-            call.namespace,
-            call.lease_id,
-            options,
-        );
-        let not_ready = || Error::SandboxReadyTimeout {
-            namespace: call.namespace.to_string(),
-            name: call.lease_id.to_string(),
-            timeout_ms: call.timeout_ms,
-        };
-        match api_bound::wait_within(call.timeout_ms, wait, not_ready).await {
-            Ok(_) => {
-                self.ready().insert(call.lease_id);
-                Ok(true)
-            }
-            Err(Error::SandboxReadyTimeout { .. }) => Ok(false),
-            Err(err) => Err(err.into()),
-        }
+        let run = (pod_name, argv, started);
+        self.run_in_sandbox(call, &orchestrator, run, metadata)
+            .await
     }
 
     /// The pod the command runs in: the lease's recorded `podName` when truthy, else the
@@ -326,9 +273,10 @@ impl KubernetesProvider {
                             metadata,
                         )
                     }
+                    // Issue #38: only the exec's watchdog is a timeout.
                     Err(err) => execute_result(
                         Value::Null,
-                        true,
+                        matches!(err, Error::Timeout(_)),
                         String::new(),
                         format!("fast-upload flush failed: {err}"),
                         metadata,
@@ -358,6 +306,7 @@ impl KubernetesProvider {
             call.namespace,
             call.lease_id,
             options,
+            call.readiness,
         );
         let job_timeout = || Error::JobTimeout {
             namespace: call.namespace.to_string(),
@@ -410,77 +359,5 @@ impl KubernetesProvider {
                 "jobName": call.lease_id, "podName": pod_name, "phase": phase,
             }),
         ))
-    }
-}
-
-/// The command's exec: the wrapped argv, the params' `stdin`, the budget left, a pid file so a
-/// command past its deadline is ended, and the result's tail cap.
-fn command_request(
-    call: &Call<'_>,
-    pod_name: &str,
-    argv: Vec<String>,
-    timeout_ms: u64,
-) -> ExecRequest {
-    let mut request = ExecRequest::new(call.namespace, pod_name, argv);
-    request.stdin = call
-        .params
-        .get("stdin")
-        .and_then(Value::as_str)
-        .map(|s| s.as_bytes().to_vec())
-        .unwrap_or_default();
-    request.timeout_ms = timeout_ms;
-    // Ended (TERM, then KILL) when the deadline passes, instead of running on in the pod.
-    request.pid_file = Some(crate::exec::group::pid_file(&js_compat::uuid::random_uuid()));
-    // The result must fit the host's reply line (128 MiB); the live output has it all.
-    request.keep_tail_bytes = Some(crate::exec::RESULT_TAIL_BYTES);
-    request
-}
-
-/// Runs the command, forwarding its output to the host as it arrives, and makes the result:
-/// stderr with the exit-status and egress notes (streamed too), or a failed exec as timed out.
-async fn run_command(call: &Call<'_>, request: ExecRequest, metadata: Value) -> Value {
-    // Bounded: a host that takes chunks slower than the pod writes them slows the exec's
-    // stream down instead of letting output queue up here.
-    let (tap, mut chunks) = crate::exec::output_tap();
-    let run = call.connection.exec.exec(request, Some(tap));
-    let forward = async {
-        while let Some((stream, chunk)) = chunks.recv().await {
-            call.sink.execution_log(stream, chunk).await;
-        }
-    };
-    let (outcome, ()) = tokio::join!(run, forward);
-    match outcome {
-        Ok(output) => {
-            let explained = append_exit_status_hint(output.stderr.clone(), output.exit_code);
-            let stderr = append_network_egress_deny_hint(&explained, call.grant);
-            // The notes are part of the result's stderr: stream them too, so the streamed
-            // text stays the returned text.
-            if let Some(hint) = stderr.strip_prefix(output.stderr.as_str())
-                && !hint.is_empty()
-            {
-                call.sink
-                    .execution_log(OutputStream::Stderr, hint.to_string())
-                    .await;
-            }
-            // Only a cut result says so (the original's metadata has no such key).
-            let mut metadata = metadata;
-            if output.truncated {
-                metadata["outputTruncated"] = json!(true);
-            }
-            execute_result(
-                json!(output.exit_code),
-                false,
-                output.stdout,
-                stderr,
-                metadata,
-            )
-        }
-        Err(err) => execute_result(
-            Value::Null,
-            true,
-            String::new(),
-            append_network_egress_deny_hint(&err.to_string(), call.grant),
-            metadata,
-        ),
     }
 }

@@ -1,24 +1,23 @@
-//! The lease hooks of [`KubernetesProvider`] other than acquire (in `acquire.rs`): probe,
-//! resume, release, destroy, realize workspace and shutdown. Every API request of these hooks is
+//! The lease hooks of [`KubernetesProvider`] other than acquire (in `acquire.rs`) and the probe
+//! (in `probe.rs`, with the probe's summaries here): resume, release, destroy, realize
+//! workspace and shutdown. Every API request of these hooks is
 //! bounded ([`crate::cluster::api_bound`]); release and destroy try every Sandbox API version
 //! when the lease's cannot be learnt.
 
 use sandbox_core::{HostSink, ProviderError, ProviderResult};
 use serde_json::{Map, Value, json};
 
-use super::{
-    ConfigStage, INVALID_CONFIG_SUMMARY, cluster_err, config_stage_of_destroy,
-    config_stage_of_release, parse_config_for_hook,
-};
+use super::{ConfigStage, config_stage_of_destroy, config_stage_of_release, parse_config_for_hook};
 use crate::cluster::api_bound;
 use crate::cluster::{
-    DestroyLease, ResumeCheck, ResumeCheckResult, SandboxApiVersion, WorkloadOrchestrator,
-    check_lease_resumable, delete_sandbox_cr_trying_versions,
+    DestroyLease, ReadinessLimits, ResumeCheck, ResumeCheckResult, SandboxApiVersion,
+    WorkloadOrchestrator, check_lease_resumable, delete_sandbox_cr_trying_versions,
     destroy_lease_resources_trying_versions,
 };
-use crate::config::{Backend, KubernetesConfig};
+use crate::config::Backend;
 use crate::lease::LeaseView;
-use crate::lease::precheck::tenant_namespace;
+use crate::lease::lease_end::idle_ms;
+use crate::lease::left_commands::end_left_commands;
 use crate::login::LoginLeaseScope;
 use crate::provider::KubernetesProvider;
 use js_compat::{string, value};
@@ -38,63 +37,26 @@ pub fn probe_ok_summary(namespace: &str) -> String {
     format!("Kubernetes cluster reachable. Tenant namespace: {namespace}.")
 }
 
+/// What resume keeps of its bound for the pod lookups after its ready-wait.
+const RESUME_LOOKUP_RESERVE_MS: u64 = 4_000;
+/// What resume keeps of its bound after ending the commands earlier workers left, to answer.
+const RESUME_REPLY_RESERVE_MS: u64 = 500;
+
 impl KubernetesProvider {
-    /// `onEnvironmentProbe({config, companyId})`: never throws for cluster errors. Its API
-    /// requests are bounded ([`crate::cluster::api_bound`]).
-    pub async fn probe(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
-        let ms = api_bound::bound_ms(params, api_bound::PROBE);
-        api_bound::with_api_bound(ms, self.probe_unbounded(params, sink)).await
-    }
-
-    async fn probe_unbounded(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
-        let config = match KubernetesConfig::parse_input(params.get("config")) {
-            Ok(config) => config,
-            Err(issues) => {
-                return Ok(json!({
-                    "ok": false,
-                    "summary": INVALID_CONFIG_SUMMARY,
-                    "metadata": { "errors": issues.messages() },
-                }));
-            }
-        };
-        let namespace = tenant_namespace(&config, params.get("companyId"))?;
-        let reached = async {
-            let connection = self.connect(&config).await?;
-            match connection
-                .api
-                .list_namespaced_pod(json!({"namespace": namespace}))
-                .await
-            {
-                Ok(_) => Ok(()),
-                Err(err) if err.is_not_found() => Ok(()),
-                Err(err) => Err(cluster_err(err)),
-            }
-        };
-        Ok(match reached.await {
-            Ok(()) => json!({
-                "ok": true,
-                "summary": probe_ok_summary(&namespace),
-                "metadata": {"namespace": namespace, "provider": "kubernetes"},
-            }),
-            Err(err) => json!({
-                "ok": false,
-                "summary": PROBE_FAILED_SUMMARY,
-                "metadata": {"namespace": namespace, "provider": "kubernetes", "error": err.message},
-            }),
-        })
-    }
-
     /// `onEnvironmentResumeLease`: never deletes anything. Its API requests are bounded
     /// ([`crate::cluster::api_bound`]).
     pub async fn resume_lease(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
         let ms = api_bound::bound_ms(params, api_bound::RESUME);
-        api_bound::with_api_bound(ms, self.resume_unbounded(params, sink)).await
+        let ends_at = self.clock().now_ms().saturating_add(ms);
+        api_bound::with_api_bound(ms, self.resume_unbounded(params, ends_at, sink)).await
     }
 
+    /// Resume within its bound, which ends at `ends_at` on the provider's clock.
     async fn resume_unbounded(
         &self,
         params: &Value,
-        _sink: &dyn HostSink,
+        ends_at: u64,
+        sink: &dyn HostSink,
     ) -> ProviderResult<Value> {
         let config = parse_config_for_hook(params)?;
         let lease = LeaseView::new(params.get("leaseMetadata"));
@@ -111,17 +73,33 @@ impl KubernetesProvider {
             Backend::SandboxCr => Some(self.lease_sandbox_api_version(&connection, &lease).await?),
             Backend::Job => None,
         };
+        if let Some(version) = sandbox_api_version {
+            // Issue #38: the resumed lease is in use again; its end moves before the check.
+            let hook_ms = ends_at.saturating_sub(self.clock().now_ms());
+            let lease_ref = (namespace.as_str(), lease_id.as_str());
+            let bounds = (idle_ms(&config), hook_ms);
+            self.keep_lease_alive(&connection, version, lease_ref, bounds, sink)
+                .await;
+        }
+        // The ready-wait leaves the pod lookups after it what it keeps of the bound.
+        let mut ready_wait = ResumeCheck::DEFAULT_READY_WAIT;
+        let left_ms = ends_at.saturating_sub(self.clock().now_ms());
+        ready_wait.timeout_ms = ready_wait
+            .timeout_ms
+            .min(left_ms.saturating_sub(RESUME_LOOKUP_RESERVE_MS));
         let check = ResumeCheck {
             namespace: namespace.clone(),
             name: lease_id.clone(),
             backend,
-            ready_wait: ResumeCheck::DEFAULT_READY_WAIT,
+            ready_wait,
+            readiness: ReadinessLimits::of(&config),
             sandbox_api_version: sandbox_api_version.unwrap_or_default(),
         };
         let result = check_lease_resumable(connection.api.as_ref(), self.clock(), &check).await?;
         let (pod_name, phase) = match result {
             ResumeCheckResult::NotResumable { reason } => {
                 self.login().forget(&lease_id);
+                self.lease_ends().forget(&lease_id);
                 return Ok(
                     json!({"providerLeaseId": null, "metadata": {"expired": true, "reason": reason}}),
                 );
@@ -131,6 +109,15 @@ impl KubernetesProvider {
         self.uploads().remove(&lease_id);
         if backend == Backend::SandboxCr {
             self.ready().insert(&lease_id);
+            // Issue #38: what a dead worker's executes left running in the pod ends now.
+            if let Some(pod) = pod_name.as_deref().filter(|p| !p.is_empty()) {
+                let left_ms = ends_at.saturating_sub(self.clock().now_ms());
+                let keep = self.calls().pid_file_prefix();
+                let bound = left_ms.saturating_sub(RESUME_REPLY_RESERVE_MS);
+                if bound > 0 {
+                    end_left_commands(&connection, &namespace, pod, &keep, bound, sink).await;
+                }
+            }
         }
         let mut metadata = Map::new();
         metadata.insert("namespace".into(), json!(namespace));
@@ -206,8 +193,9 @@ impl KubernetesProvider {
         let (backend, _) = lease.backend(&config);
         let lease_id = value::to_string_or_undefined(params.get("providerLeaseId"));
         self.uploads().remove(&lease_id);
-        self.ready().remove(&lease_id);
+        self.ready().forget(&lease_id);
         self.login().forget(&lease_id);
+        self.lease_ends().forget(&lease_id);
         let api = connection.api.as_ref();
         let released = match backend {
             Backend::Job => {
@@ -257,8 +245,9 @@ impl KubernetesProvider {
             .filter(|p| !p.is_empty())
             .map(str::to_string);
         self.uploads().remove(&lease_id);
-        self.ready().remove(&lease_id);
+        self.ready().forget(&lease_id);
         self.login().forget(&lease_id);
+        self.lease_ends().forget(&lease_id);
         let connection = self.connect(&config).await?;
         let versions = match backend {
             Backend::SandboxCr => self.sandbox_versions_to_delete(&connection, &lease).await,
@@ -304,11 +293,15 @@ impl KubernetesProvider {
         Ok(json!({"cwd": cwd, "metadata": {"provider": "kubernetes", "remoteCwd": cwd}}))
     }
 
-    /// `onEnvironmentShutdown`: forgets the worker's in-memory state.
+    /// `onEnvironmentShutdown`: answers every execute and sync in flight as cancelled and ends
+    /// their commands in the pods, within the host's 10 s drain ([`crate::lease::calls`]), then
+    /// forgets the worker's in-memory state.
     pub async fn shutdown(&self, _params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
+        self.calls().stop_all(crate::lease::calls::STOP_BOUND).await;
         self.login().shutdown();
         self.ready().clear();
         self.uploads().clear();
+        self.lease_ends().clear();
         Ok(Value::Null)
     }
 }

@@ -1,7 +1,8 @@
 //! The hooks of [`KubernetesProvider`](crate::KubernetesProvider), one file per hook family, and
 //! the config stage every hook starts with.
 //!
-//! - `acquire`: acquire; [`lifecycle`]: probe, resume, release, destroy, realize workspace, shutdown;
+//! - `acquire`: acquire; [`probe`]: the probe and its checks; [`lifecycle`]: resume, release,
+//!   destroy, realize workspace, shutdown;
 //! - [`execute`]: a command in the lease's pod (or the job backend's log);
 //! - [`sync`]: native file sync in and out of the lease's pod;
 //! - [`login`]: the login-PTY hooks, over the worker's [`crate::login::LoginPtyManager`];
@@ -15,8 +16,11 @@
 
 mod acquire;
 pub mod execute;
+mod execute_call;
+mod execute_run;
 pub mod lifecycle;
 pub mod login;
+pub mod probe;
 pub mod sync;
 mod table;
 
@@ -24,7 +28,7 @@ use sandbox_core::{HookValue, ProviderError, ProviderResult};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
-use crate::config::adapters::get_adapter_defaults;
+use crate::config::adapters::adapter_defaults_with_images;
 use crate::config::{Backend, KubernetesConfig, Normalized};
 pub use crate::config::{parse_config_for_hook, zod_error};
 use crate::error::Error;
@@ -69,7 +73,11 @@ pub fn validate_config(params: &Value) -> ProviderResult<HookValue> {
     if config.backend == Backend::Job {
         return Ok(json!({ "ok": false, "errors": [JOB_BACKEND_NO_LOGIN_PTY] }).into());
     }
-    let defaults = get_adapter_defaults(&config.adapter_type, config.adapters.as_deref())?;
+    let defaults = adapter_defaults_with_images(
+        &config.adapter_type,
+        config.adapters.as_deref(),
+        config.runtime_images.as_ref(),
+    )?;
     let warning = validate_config_warning(&config, &defaults.allow_fqdns);
     Ok(HookValue::typed(Valid { config, warning }))
 }

@@ -7,9 +7,11 @@ use serde_json::Value;
 
 use super::{EXECUTE_POLL_MS, LeaseView, parse_config_for_hook};
 use crate::cluster::api_bound;
-use crate::cluster::{PollOptions, WorkloadOrchestrator};
+use crate::cluster::{PollOptions, ReadinessLimits, WorkloadOrchestrator};
 use crate::config::Backend;
 use crate::error::Error;
+use crate::lease::calls::SYNC_CANCELLED;
+use crate::lease::lease_end::idle_ms;
 use crate::provider::KubernetesProvider;
 use crate::sync::{SyncOperation, SyncTarget, perform_sync_in, perform_sync_out};
 use js_compat::{string, value};
@@ -33,7 +35,11 @@ pub fn sync_backend_unsupported_message(lease_backend: &str) -> String {
 
 impl KubernetesProvider {
     /// `resolveSyncRemoteDir` + `resolveSyncPodExec`: the remote dir, the pod and the timeout.
-    async fn resolve_sync(&self, params: &Value) -> ProviderResult<(String, SyncTarget, u64)> {
+    async fn resolve_sync(
+        &self,
+        params: &Value,
+        sink: &dyn HostSink,
+    ) -> ProviderResult<(String, SyncTarget, u64)> {
         let lease = params.get("lease");
         let remote_dir = lease
             .and_then(|l| l.get("metadata"))
@@ -65,6 +71,11 @@ impl KubernetesProvider {
         let version = self.lease_sandbox_api_version(&connection, &view);
         let version = api_bound::with_api_bound(lookup_ms, version).await?;
         let orchestrator = WorkloadOrchestrator::SandboxCr(version);
+        // Issue #38: the lease is in use for up to the sync's timeout; its end moves first.
+        let lease_ref = (namespace.as_str(), lease_id.as_str());
+        let bounds = (idle_ms(&config), timeout_ms);
+        self.keep_lease_alive(&connection, version, lease_ref, bounds, sink)
+            .await;
         if !self.ready().contains(&lease_id) {
             let wait = orchestrator.wait_for_completion(
                 connection.api.as_ref(),
@@ -75,6 +86,7 @@ impl KubernetesProvider {
                     timeout_ms,
                     poll_ms: EXECUTE_POLL_MS,
                 },
+                ReadinessLimits::of(&config),
             );
             let ready_timeout = || Error::SandboxReadyTimeout {
                 namespace: namespace.clone(),
@@ -109,16 +121,45 @@ impl KubernetesProvider {
 
     /// `onEnvironmentSyncIn({config, companyId, lease, operations})` →
     /// `{operations: [{operationId, filesTransferred, bytesTransferred}]}`.
-    pub async fn sync_in(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
-        let (remote_dir, target, timeout_ms) = self.resolve_sync(params).await?;
-        let operations = SyncOperation::parse_all(params.get("operations"));
-        perform_sync_in(&target, &operations, &remote_dir, timeout_ms).await
+    /// Worker shutdown stops either direction where it is ([`stoppable`]).
+    pub async fn sync_in(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        stoppable(
+            self,
+            Box::pin(async {
+                let (remote_dir, target, timeout_ms) = self.resolve_sync(params, sink).await?;
+                let operations = SyncOperation::parse_all(params.get("operations"));
+                perform_sync_in(&target, &operations, &remote_dir, timeout_ms).await
+            }),
+        )
+        .await
     }
 
     /// `onEnvironmentSyncOut({config, companyId, lease, operations})`.
-    pub async fn sync_out(&self, params: &Value, _sink: &dyn HostSink) -> ProviderResult<Value> {
-        let (remote_dir, target, timeout_ms) = self.resolve_sync(params).await?;
-        let operations = SyncOperation::parse_all(params.get("operations"));
-        perform_sync_out(&target, &operations, &remote_dir, timeout_ms, None).await
+    pub async fn sync_out(&self, params: &Value, sink: &dyn HostSink) -> ProviderResult<Value> {
+        stoppable(
+            self,
+            Box::pin(async {
+                let (remote_dir, target, timeout_ms) = self.resolve_sync(params, sink).await?;
+                let operations = SyncOperation::parse_all(params.get("operations"));
+                perform_sync_out(&target, &operations, &remote_dir, timeout_ms, None).await
+            }),
+        )
+        .await
     }
+}
+
+/// Runs a sync as a call worker shutdown can stop: stopped, it rejects with [`SYNC_CANCELLED`]
+/// at once (its exec streams close, and its host temp dirs go with its future). The callers
+/// box the sync: its future is large, and each caller would otherwise carry it twice.
+async fn stoppable(
+    provider: &KubernetesProvider,
+    sync: impl Future<Output = ProviderResult<Value>>,
+) -> ProviderResult<Value> {
+    let call = provider
+        .calls()
+        .begin()
+        .ok_or_else(|| ProviderError::new(SYNC_CANCELLED))?;
+    call.until_stopped(sync)
+        .await
+        .unwrap_or_else(|| Err(ProviderError::new(SYNC_CANCELLED)))
 }

@@ -21,6 +21,11 @@ impl Provider for KubernetesProvider {
         params: &'a Value,
         sink: Arc<dyn HostSink>,
     ) -> Option<HookFuture<'a>> {
+        // A worker that starts after one died mid-sync removes that one's temp dirs; not from a
+        // synchronous hook, which answers on the JS thread and starts no thread.
+        if !hook.is_synchronous() {
+            self.sweep_dead_workers_sync_dirs();
+        }
         Some(match hook {
             Hook::Health => resolves(async move { Ok(self.health()) }),
             Hook::ValidateConfig => resolves(async move { self.validate_config(params) }),

@@ -1,12 +1,17 @@
 //! What a lease is made of before and besides the cluster: the checks acquire runs before any
 //! cluster access ([`precheck`]: everything that can refuse a lease without side effects), a
 //! requested lease deadline bounded by the provider ([`expiry`]), the tenant namespace of a
-//! company ([`namespace`]), the warnings of `egressMode: standard` ([`egress_warnings`]), and
-//! the per-worker lease state the hooks share ([`state`]).
+//! company ([`namespace`]), the warnings of `egressMode: standard` ([`egress_warnings`]), the
+//! per-worker lease state the hooks share ([`state`], and [`calls`]: the execute and sync
+//! calls in flight, which worker shutdown answers and ends), and each Sandbox's own end, moved
+//! forward while hooks use it ([`lease_end`], issue #38).
 
+pub mod calls;
 pub mod connection;
 pub mod egress_warnings;
 pub mod expiry;
+pub mod lease_end;
+pub mod left_commands;
 pub mod namespace;
 pub mod precheck;
 pub mod state;

@@ -4,7 +4,12 @@
 
 use serde_json::Value;
 
-use crate::config::adapters::{AdapterDefaults, get_adapter_defaults, resolve_run_adapter_type};
+use crate::builders::runtime_images::{
+    check_image_reference, invalid_runtime_image_error, runtime_image,
+};
+use crate::config::adapters::{
+    AdapterDefaults, adapter_defaults_with_images, resolve_run_adapter_type,
+};
 use crate::config::parse_config_for_hook;
 use crate::config::{Backend, KubernetesConfig};
 use crate::lease::egress_warnings::acquire_console_warning;
@@ -24,6 +29,9 @@ pub struct AcquirePlan {
     /// The run's adapter: the per-run hint when given, else the config's.
     pub effective_adapter_type: String,
     pub adapter_defaults: AdapterDefaults,
+    /// The run's image: `runtimeImages`' or the table's with `imageRegistry` applied, checked
+    /// against the reference grammar.
+    pub image: String,
     /// Present when the caller requested a deadline (sandbox-cr only).
     pub bounded_deadline: Option<BoundedLeaseDeadline>,
 }
@@ -31,7 +39,7 @@ pub struct AcquirePlan {
 /// Acquire's checks, in the original's order: parse the config (a `ZodError`), derive the
 /// namespace, resolve the run's adapter and its defaults (unknown adapters are refused), warn
 /// about standard-mode egress, bound the requested deadline, and refuse a deadline on the job
-/// backend. `warn` receives each `console.warn` line, which is printed even when a later check
+/// backend, then (issue #37) check the run's image reference. `warn` receives each `console.warn` line, which is printed even when a later check
 /// fails. `now_ms` is the clock the deadline is bounded against.
 pub fn prepare_acquire(
     params: &Value,
@@ -42,8 +50,11 @@ pub fn prepare_acquire(
     let namespace = tenant_namespace(&config, params.get("companyId"))?;
     let effective_adapter_type =
         resolve_run_adapter_type(params.get("adapterType"), &config.adapter_type);
-    let adapter_defaults =
-        get_adapter_defaults(&effective_adapter_type, config.adapters.as_deref())?;
+    let adapter_defaults = adapter_defaults_with_images(
+        &effective_adapter_type,
+        config.adapters.as_deref(),
+        config.runtime_images.as_ref(),
+    )?;
     if let Some(line) = acquire_console_warning(&config, &adapter_defaults.allow_fqdns) {
         warn(&line);
     }
@@ -52,11 +63,22 @@ pub fn prepare_acquire(
     if bounded_deadline.is_some() && config.backend != Backend::SandboxCr {
         return Err(ProviderError::new(JOB_BACKEND_CANNOT_HONOR_DEADLINE));
     }
+    // Last, so that every refusal of the original comes first, as it did; still before the
+    // cluster is touched, so an invalid reference never leaves a pod in `InvalidImageName`.
+    let image = runtime_image(&config, &effective_adapter_type, &adapter_defaults);
+    if let Err(reason) = check_image_reference(&image) {
+        return Err(invalid_runtime_image_error(
+            &effective_adapter_type,
+            &image,
+            &reason,
+        ));
+    }
     Ok(AcquirePlan {
         config,
         namespace,
         effective_adapter_type,
         adapter_defaults: adapter_defaults.into_owned(),
+        image,
         bounded_deadline,
     })
 }
@@ -110,6 +132,65 @@ mod tests {
             "Unknown adapter type: aider_local"
         );
         assert!(lines.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_run_adapter_named_by_runtime_images_is_accepted() {
+        let (result, _) = run(json!({
+            "companyId": "c",
+            "adapterType": "aider_local",
+            "config": {"inCluster": true, "egressMode": "cilium", "imageRegistry": "https://ghcr.io/acme",
+                       "runtimeImages": {"aider_local": "r.example/aider:1"}},
+        }));
+        let plan = result.unwrap();
+        assert_eq!(plan.effective_adapter_type, "aider_local");
+        assert_eq!(
+            plan.image, "r.example/aider:1",
+            "imageRegistry leaves it alone"
+        );
+        assert!(plan.adapter_defaults.env_keys.is_empty());
+    }
+
+    #[test]
+    fn the_image_has_the_registry_without_its_scheme() {
+        for registry in [
+            "https://ghcr.io/acme",
+            "ghcr.io/acme",
+            "http://ghcr.io/acme/",
+        ] {
+            let (result, _) = run(json!({
+                "companyId": "c",
+                "config": {"inCluster": true, "egressMode": "cilium", "imageRegistry": registry},
+            }));
+            assert_eq!(
+                result.unwrap().image,
+                "ghcr.io/acme/agent-runtime-claude:git-38d8f371722b315d2fb3bbaa512518742e33ce2f"
+            );
+        }
+    }
+
+    #[test]
+    fn an_invalid_image_fails_last_naming_adapter_and_reference() {
+        let (result, lines) = run(json!({
+            "companyId": "c",
+            "config": {"inCluster": true, "egressAllowCidrs": ["10.0.0.0/8"],
+                       "runtimeImages": {"claude_local": "GHCR.io/acme/Claude:v1"}},
+        }));
+        assert_eq!(
+            result.unwrap_err().message,
+            "Kubernetes runtime image for adapter \"claude_local\" is not a valid image reference: \"GHCR.io/acme/Claude:v1\" (the repository path component \"Claude\" has upper-case letters; repository paths are lower-case); set a valid reference (host/path:tag or host/path@sha256:…) for it in runtimeImages."
+        );
+        assert_eq!(lines.len(), 1, "the warning still comes first");
+        // The original's refusals keep their place before it.
+        let (result, _) = run(json!({
+            "companyId": "c",
+            "requestedExpiresAt": "2026-01-01T01:00:00Z",
+            "config": {"inCluster": true, "backend": "job", "runtimeImages": {"claude_local": "Bad"}},
+        }));
+        assert_eq!(
+            result.unwrap_err().message,
+            JOB_BACKEND_CANNOT_HONOR_DEADLINE
+        );
     }
 
     #[test]

@@ -7,10 +7,13 @@ use std::sync::Mutex;
 
 use crate::exec::upload_interceptor::{FastUploadInterceptor, UploadDecision};
 
-/// `readySandboxesByLease`: leases whose Sandbox was seen Ready by this worker.
+/// `readySandboxesByLease`: leases whose Sandbox was seen Ready by this worker. Beside it (issue
+/// #38), the `uid` of the lease's pod as an execute last read it, so that a pod replaced by one
+/// of the same name is told apart ([`crate::cluster::pod_fate`]).
 #[derive(Debug, Default)]
 pub struct ReadySet {
     leases: Mutex<HashSet<String>>,
+    pod_uids: Mutex<HashMap<String, String>>,
 }
 
 impl ReadySet {
@@ -32,6 +35,30 @@ impl ReadySet {
 
     pub fn clear(&self) {
         self.lock().clear();
+        self.uids().clear();
+    }
+
+    fn uids(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.pod_uids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The `uid` the lease's pod was last read with, if any.
+    pub fn pod_uid(&self, lease: &str) -> Option<String> {
+        self.uids().get(lease).cloned()
+    }
+
+    /// Records (or, with `None`, forgets) the `uid` of the lease's pod.
+    pub fn set_pod_uid(&self, lease: &str, uid: Option<String>) {
+        match uid {
+            Some(uid) => self.uids().insert(lease.to_string(), uid),
+            None => self.uids().remove(lease),
+        };
+    }
+
+    /// Forgets the lease altogether: its ready mark and its pod's `uid` (release, destroy).
+    pub fn forget(&self, lease: &str) {
+        self.remove(lease);
+        self.uids().remove(lease);
     }
 }
 

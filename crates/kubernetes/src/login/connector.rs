@@ -1,6 +1,7 @@
 //! `connectKubernetesLoginPty` (login-pty-exec.ts @ 1bbb5810): always waits for the Sandbox to
-//! be Ready (30 s, poll 1 s) and looks the pod up again (the remembered pod name is ignored),
-//! then opens a tty exec in container `agent`.
+//! be Ready and looks the pod up again (the remembered pod name is ignored), then opens a tty
+//! exec in container `agent`. The original waits 30 s, polling every second; this one waits
+//! 20 s ([`LOGIN_READY_WAIT`]) so the whole open fits the host's 30 s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +10,8 @@ use sandbox_core::{BoxFuture, ProviderError, ProviderResult};
 
 use super::manager::{LoginConnection, LoginConnector, LoginIo, LoginLeaseScope};
 use crate::cluster::api_bound;
-use crate::cluster::{Clock, PollOptions, WorkloadOrchestrator};
+use crate::cluster::{Clock, PollOptions, ReadinessLimits, WorkloadOrchestrator};
 use crate::error::Error;
-use crate::exec::EXEC_FLOOR_MS;
 use crate::exec::tty::{TtyEvents, TtySession};
 use crate::lease::ClusterConnector;
 
@@ -20,11 +20,19 @@ use crate::lease::ClusterConnector;
 pub const LOGIN_REQUIRES_LEASE_ID: &str = "Kubernetes login PTY requires a lease ID";
 /// A login PTY connect whose Ready Sandbox has no pod to attach to (A31 in the error reference).
 pub const LOGIN_POD_UNAVAILABLE: &str = "Kubernetes login PTY sandbox pod is unavailable";
-/// The connector's readiness wait.
+/// The connector's readiness wait: 20 s (the original waits 30 s, the host's whole open), so
+/// that the open as a whole stays within [`LOGIN_OPEN_BUDGET_MS`]; polling every second where
+/// the Sandbox cannot be watched.
 pub const LOGIN_READY_WAIT: PollOptions = PollOptions {
-    timeout_ms: 30_000,
+    timeout_ms: 20_000,
     poll_ms: 1_000,
 };
+/// What a login open may take from its ready-wait's start to an open terminal (the host waits
+/// 30 s): the pod lookup and the exec upgrade share what the ready-wait leaves, at least
+/// [`LOGIN_LOOKUP_FLOOR_MS`] each.
+pub const LOGIN_OPEN_BUDGET_MS: u64 = 25_000;
+/// The least time the pod lookup and the exec upgrade each get.
+pub const LOGIN_LOOKUP_FLOOR_MS: u64 = 1_000;
 
 /// The production connector: the provider's cluster connector and clock.
 pub struct KubeLoginConnector {
@@ -79,8 +87,8 @@ impl LoginConnector for KubeLoginConnector {
             let orchestrator = WorkloadOrchestrator::SandboxCr(scope.sandbox_api_version);
             let api = connection.api.as_ref();
             // A hung API server cannot hang the open: the readiness wait is bounded as a whole (a
-            // hung poll ends as its timeout); the pod lookup and the tty exec's upgrade share what
-            // the host's 30 s open leaves, at least the exec floor.
+            // hung read ends as its timeout); the pod lookup and the tty exec's upgrade share what
+            // it leaves of the open's budget.
             let started = clock.now_ms();
             let ready_ms = LOGIN_READY_WAIT.timeout_ms;
             let wait = orchestrator.wait_for_completion(
@@ -89,6 +97,7 @@ impl LoginConnector for KubeLoginConnector {
                 &scope.namespace,
                 &scope.lease_id,
                 LOGIN_READY_WAIT,
+                ReadinessLimits::of(&scope.config),
             );
             let ready_timeout = || Error::SandboxReadyTimeout {
                 namespace: scope.namespace.clone(),
@@ -97,14 +106,16 @@ impl LoginConnector for KubeLoginConnector {
             };
             api_bound::wait_within(ready_ms, wait, ready_timeout).await?;
             let elapsed = clock.now_ms().saturating_sub(started);
-            let left_ms = api_bound::remaining_ms(ready_ms, elapsed, EXEC_FLOOR_MS);
+            let left_ms =
+                api_bound::remaining_ms(LOGIN_OPEN_BUDGET_MS, elapsed, LOGIN_LOOKUP_FLOOR_MS);
             let find = orchestrator.find_pod(api, &scope.namespace, &scope.lease_id);
             let pod = api_bound::with_api_bound(left_ms, find)
                 .await?
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| ProviderError::new(LOGIN_POD_UNAVAILABLE))?;
             let elapsed = clock.now_ms().saturating_sub(started);
-            let left_ms = api_bound::remaining_ms(ready_ms, elapsed, EXEC_FLOOR_MS);
+            let left_ms =
+                api_bound::remaining_ms(LOGIN_OPEN_BUDGET_MS, elapsed, LOGIN_LOOKUP_FLOOR_MS);
             let open = connection
                 .exec
                 .open_tty(&scope.namespace, &pod, argv, Arc::new(Events(io)));

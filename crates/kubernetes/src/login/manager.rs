@@ -310,6 +310,23 @@ impl LoginPtyManager {
         self.inner.tables().leases.contains_key(lease_id)
     }
 
+    /// The remembered lease an open names, if the open's company and environment are the
+    /// lease's (what `open` checks first): issue #38 moves its end before the terminal opens.
+    pub fn scope_of_open(&self, params: &Value) -> Option<Arc<LoginLeaseScope>> {
+        let lease_id = str_param(params, "providerLeaseId")?;
+        let null = Value::Null;
+        let matches = |scope: &&Arc<LoginLeaseScope>| {
+            &scope.company_id == params.get("companyId").unwrap_or(&null)
+                && &scope.environment_id == params.get("environmentId").unwrap_or(&null)
+        };
+        self.inner
+            .tables()
+            .leases
+            .get(lease_id)
+            .filter(matches)
+            .cloned()
+    }
+
     /// Open routes (reserved or connected).
     pub fn route_count(&self) -> usize {
         self.inner.tables().routes.len()

@@ -1,5 +1,6 @@
 //! The host side of a sync: the temp dirs, `tar` runs, confined extraction and file counts.
 
+use super::host_temp::HostTempDir;
 use super::tar_list::{escaping_member_message, extract_confined};
 use super::target::repeated_directory_message;
 use sandbox_core::archive::node_fs_message;
@@ -30,11 +31,9 @@ pub(super) fn copyfile_error(err: &io::Error, source: &Path, dest: &Path) -> Pro
     ProviderError::new(format!("{message} -> '{}'", dest.display()))
 }
 
-pub(super) fn host_temp_dir() -> ProviderResult<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("paperclip-k8s-sync-")
-        .tempdir()
-        .map_err(|e| fs_error(&e, "mkdtemp", &std::env::temp_dir()))
+/// A sync's temp dir, removed on every path ([`super::host_temp`]).
+pub(super) fn host_temp_dir() -> ProviderResult<HostTempDir> {
+    HostTempDir::new()
 }
 
 /// Runs host `tar` (env `COPYFILE_DISABLE=1`); a failure reads as `execFile`'s.

@@ -5,11 +5,13 @@
 //!
 //! Inside, each module leans only on those after it: [`sync_in`] and [`sync_out`] (the two
 //! directions), `stream` (one tar stream through an exec), `host` (host-side tar and
-//! extraction), [`target`] (the pod, the limits, what both directions report), [`operation`]
-//! (the requested operations), and [`script`], [`tar_list`] and [`paths`] (the in-pod script,
+//! extraction), [`host_temp`] (the host temp dirs, and what removes them even when the worker
+//! dies), [`target`] (the pod, the limits, what both directions report), [`operation`] (the
+//! requested operations), and [`script`], [`tar_list`] and [`paths`] (the in-pod script,
 //! archive member checks and path confinement).
 
 mod host;
+pub mod host_temp;
 pub mod operation;
 pub mod paths;
 pub mod script;

@@ -393,6 +393,34 @@ async fn observe(target: &Target, ns: &str) -> Observations {
         &body,
         &["/kind"],
     );
+    // Access reviews (the probe's): every authenticated user may ask; the answer is the
+    // authorizer's verdict for the caller.
+    let review = |attributes: Value| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": attributes})
+    };
+    let reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let exec = review(json!({"resourceAttributes": {"verb": "create", "group": "",
+        "resource": "pods", "subresource": "exec", "namespace": ns}}));
+    let discovery = review(json!({"nonResourceAttributes": {"path": "/apis", "verb": "get"}}));
+    for (step, client, body) in [
+        ("access review by an admin", c, &exec),
+        ("access review without RBAC", &target.limited, &exec),
+        (
+            "discovery access review without RBAC",
+            &target.limited,
+            &discovery,
+        ),
+    ] {
+        let (status, answer) = post(client, reviews, body).await;
+        record(
+            &mut out,
+            step,
+            status,
+            &answer,
+            &["/kind", "/status/allowed", "/spec"],
+        );
+    }
     let (status, body) = get(&target.unauthenticated, &api("secrets")).await;
     record(
         &mut out,

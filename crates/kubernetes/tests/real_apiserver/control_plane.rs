@@ -1,5 +1,6 @@
-//! The real control planes the tests run against: one per agent-sandbox CRD shape, each started
-//! once per test process by `scripts/real-apiserver/control-plane.sh` and shared by the tests.
+//! The real control planes the tests run against: one per agent-sandbox CRD shape (and one
+//! without agent-sandbox), each started once per test process by
+//! `scripts/real-apiserver/control-plane.sh` and shared by the tests.
 //!
 //! The script keeps running until its standard input closes. The pipe to it is held in a
 //! static, so it closes when this test process exits, however it exits (a failed test, a
@@ -23,13 +24,16 @@ pub enum Shape {
     /// agent-sandbox v0.5.x: `v1beta1` stored, `v1alpha1` only through a conversion webhook
     /// that does not exist here.
     V05,
+    /// No agent-sandbox at all (a cluster it was never installed on): only Cilium's CRD.
+    WithoutAgentSandbox,
 }
 
 impl Shape {
-    fn crd_file(self) -> &'static str {
+    fn crd_file(self) -> Option<&'static str> {
         match self {
-            Shape::V04 => "agent-sandbox-v0.4.yaml",
-            Shape::V05 => "agent-sandbox-v0.5.yaml",
+            Shape::V04 => Some("agent-sandbox-v0.4.yaml"),
+            Shape::V05 => Some("agent-sandbox-v0.5.yaml"),
+            Shape::WithoutAgentSandbox => None,
         }
     }
 
@@ -38,6 +42,7 @@ impl Shape {
         match self {
             Shape::V04 => "v1alpha1",
             Shape::V05 => "v1beta1",
+            Shape::WithoutAgentSandbox => panic!("no Sandbox API without agent-sandbox"),
         }
     }
 }
@@ -54,6 +59,7 @@ pub struct ControlPlane {
 
 static V04: OnceLock<ControlPlane> = OnceLock::new();
 static V05: OnceLock<ControlPlane> = OnceLock::new();
+static WITHOUT_AGENT_SANDBOX: OnceLock<ControlPlane> = OnceLock::new();
 
 /// The control plane of `shape`, started on first use (blocking: call it from
 /// `spawn_blocking`, or through [`control_plane`]).
@@ -61,6 +67,7 @@ fn get_blocking(shape: Shape) -> &'static ControlPlane {
     let cell = match shape {
         Shape::V04 => &V04,
         Shape::V05 => &V05,
+        Shape::WithoutAgentSandbox => &WITHOUT_AGENT_SANDBOX,
     };
     cell.get_or_init(|| start(shape))
 }
@@ -98,15 +105,17 @@ fn bin_dir() -> PathBuf {
 fn start(shape: Shape) -> ControlPlane {
     let bin = bin_dir();
     let script = repo_root().join("scripts/real-apiserver/control-plane.sh");
+    let mut command = Command::new("bash");
+    command
+        .arg(&script)
+        .arg("up")
+        .arg("--crd")
+        .arg(crd_path("cilium-network-policy.yaml"));
+    if let Some(file) = shape.crd_file() {
+        command.arg("--crd").arg(crd_path(file));
+    }
     let (child, stdin, ready) = start_up(
-        Command::new("bash")
-            .arg(&script)
-            .arg("up")
-            .arg("--crd")
-            .arg(crd_path("cilium-network-policy.yaml"))
-            .arg("--crd")
-            .arg(crd_path(shape.crd_file()))
-            .env("KUBE_BIN_DIR", &bin),
+        command.env("KUBE_BIN_DIR", &bin),
         &format!("control-plane.sh ({shape:?})"),
     );
     let read = |key: &str| {

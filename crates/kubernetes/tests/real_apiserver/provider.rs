@@ -11,6 +11,8 @@
 use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
 use kube::Client;
 use kubernetes::KubernetesProvider;
+use kubernetes::cluster::permissions::needed;
+use kubernetes::config::{Backend, EgressMode};
 use sandbox_core::NullSink;
 use serde_json::{Value, json};
 
@@ -285,6 +287,7 @@ async fn make_sandbox_ready(admin: &Client, shape: Shape, ns: &str, sandbox: &Va
     let pod_name = match shape {
         Shape::V04 => name.to_string(),
         Shape::V05 => format!("{name}-pod"),
+        Shape::WithoutAgentSandbox => unreachable!("no Sandbox without agent-sandbox"),
     };
     let template = &sandbox["spec"]["podTemplate"];
     let mut labels = template["metadata"]["labels"].clone();
@@ -590,8 +593,10 @@ async fn concurrent_first_acquires_absorb_the_conflicts() {
     delete_namespace(&admin, &ns).await;
 }
 
+/// The probe reaches the server; a user RBAC grants nothing is no longer the original's
+/// `probe failed` (issue #37): the server answered, and the probe names what is missing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probe_reaches_the_server_and_reports_its_403() {
+async fn probe_reaches_the_server_and_names_what_a_user_without_rights_lacks() {
     let plane = control_plane(Shape::V04).await;
     let provider = KubernetesProvider::new();
     let slug = unique("probe");
@@ -604,11 +609,18 @@ async fn probe_reaches_the_server_and_reports_its_403() {
         .await
         .unwrap();
     let ns = format!("paperclip-{slug}");
+    assert_eq!(ok["ok"], true, "{ok}");
+    let lines: Vec<&str> = ok["summary"].as_str().unwrap().split('\n').collect();
     assert_eq!(
-        ok,
-        json!({"ok": true, "summary": format!("Kubernetes cluster reachable. Tenant namespace: {ns}."),
-            "metadata": {"namespace": ns, "provider": "kubernetes"}})
+        lines[..2],
+        [
+            format!("Kubernetes cluster reachable. Tenant namespace: {ns}.").as_str(),
+            "Sandbox API agents.x-k8s.io: served in v1alpha1; leases use v1alpha1."
+        ]
     );
+    assert_eq!(ok["metadata"]["namespace"], ns.as_str());
+    assert_eq!(ok["metadata"]["provider"], "kubernetes");
+
     let denied = provider
         .probe(
             &json!({"config": config(&plane.limited_kubeconfig, &slug, "sandbox-cr", "standard"),
@@ -617,14 +629,19 @@ async fn probe_reaches_the_server_and_reports_its_403() {
         )
         .await
         .unwrap();
-    let message = format!(
-        "HTTP-Code: 403\nMessage: pods is forbidden: User \"paperclip-limited\" cannot list resource \"pods\" in API group \"\" in the namespace \"{ns}\""
-    );
-    assert_eq!(
-        denied,
-        json!({"ok": false, "summary": "Kubernetes cluster probe failed.",
-            "metadata": {"namespace": ns, "provider": "kubernetes", "error": message}})
-    );
+    assert_eq!(denied["ok"], false, "{denied}");
+    assert!(denied["metadata"].get("error").is_none(), "{denied}");
+    let summary = denied["summary"].as_str().unwrap();
+    // Every user may ask for access reviews and read discovery (RBAC's default roles).
+    let count = needed(Backend::SandboxCr, EgressMode::Standard).len();
+    for line in [
+        format!("Permissions: 2 of {count} the config needs are granted; each one missing follows."),
+        format!("Permission missing: list pods in namespace {ns}, to find a lease's pod, follow its readiness, delete it on destroy."),
+        "Permission missing: create namespaces cluster-wide, to read each company's tenant namespace, and create it on the company's first lease.".to_string(),
+        format!("Tenant namespace {ns}: could not be read: HTTP-Code: 403 Message: namespaces \"{ns}\" is forbidden: User \"paperclip-limited\" cannot get resource \"namespaces\" in API group \"\" in the namespace \"{ns}\""),
+    ] {
+        assert!(summary.contains(&format!("\n{line}\n")), "{line}\nnot in:\n{summary}");
+    }
 }
 
 /// The server's own 403, 404 and 422 reach the hooks as the original's client reported them.

@@ -32,8 +32,24 @@ pub struct Node {
     pub kubeconfig: String,
     /// The agent image the node has (imported into containerd, never pulled).
     pub agent_image: String,
+    /// The `imageRegistry` under which the claude_local built-in image is the agent image too
+    /// (imported under that name by `scripts/real-cluster/images.sh`, never pulled), and that
+    /// name (`None` for an external cluster).
+    pub agent_registry: Option<String>,
+    pub agent_registry_image: Option<String>,
     /// The node's name (`None` for an external cluster).
     pub node_name: Option<String>,
+    /// The pod sandbox image the node has (no `/usr/bin/tini`, no `/bin/sh`; `None` for an
+    /// external cluster). This and the two below are read by `real_cluster_readiness` and the
+    /// readiness bench, not by every target that includes this file.
+    #[allow(dead_code)]
+    pub pause_image: Option<String>,
+    /// The pid of the node's agent-sandbox controller (`None` for an external cluster).
+    #[allow(dead_code)]
+    pub controller_pid: Option<u32>,
+    /// The agent-sandbox release the node runs (`None` for an external cluster).
+    #[allow(dead_code)]
+    pub agent_sandbox_version: Option<String>,
     /// Held only so that the script's stdin stays open while this process runs.
     _script: Option<Mutex<(Child, ChildStdin)>>,
 }
@@ -85,7 +101,12 @@ fn start() -> Node {
         return Node {
             kubeconfig,
             agent_image,
+            agent_registry: None,
+            agent_registry_image: None,
             node_name: None,
+            pause_image: None,
+            controller_pid: None,
+            agent_sandbox_version: None,
             _script: None,
         };
     }
@@ -116,7 +137,16 @@ fn start() -> Node {
             .as_str()
             .expect("the agent image")
             .to_string(),
+        agent_registry: ready["images"]["agentRegistry"].as_str().map(String::from),
+        agent_registry_image: ready["images"]["agentRegistryImage"]
+            .as_str()
+            .map(String::from),
         node_name: ready["node"].as_str().map(String::from),
+        pause_image: ready["images"]["pause"].as_str().map(String::from),
+        controller_pid: ready["pids"]["agentSandboxController"]
+            .as_u64()
+            .and_then(|pid| u32::try_from(pid).ok()),
+        agent_sandbox_version: ready["agentSandboxVersion"].as_str().map(String::from),
         _script: Some(Mutex::new((child, stdin))),
     }
 }

@@ -1,12 +1,13 @@
 //! The agent-sandbox controller: a Sandbox gets a pod from its `podTemplate` (replaced if it
 //! vanishes) and a status that follows the pod (Pending, Ready, Failed), or the plan set for it
-//! (held, Failed, Terminating on request).
+//! (held, Failed, Terminating on request); at its `spec.shutdownTime` it ends (`expiry`).
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::events::{Heard, next, subscribe};
+use super::events::{Heard, subscribe};
+use super::expiry;
 use super::fields::{condition, deleting, pod_phase, pod_ready, uid_of};
 use super::template::pod_from_template;
 use crate::kubernetes::kubelet;
@@ -202,6 +203,11 @@ pub async fn run_sandbox(app: Arc<App>, key: ObjKey, uid: String) {
     app.set_sandbox_plan(&key.namespace, &key.name, plan.clone());
     let mut rx = subscribe(&app);
     let Some(sb) = current(&app) else { return };
+    if expiry::expired(&sb) {
+        // Created past its end: it never gets a pod.
+        expiry::expire(&app, &key, None);
+        return;
+    }
     set_sandbox_status(&app, &key, SandboxState::Pending, None, None);
     if matches!(plan, SandboxPlan::Failed { .. } | SandboxPlan::Terminating) {
         let (app2, key2, plan2) = (app.clone(), key.clone(), plan.clone());
@@ -225,8 +231,9 @@ pub async fn run_sandbox(app: Arc<App>, key: ObjKey, uid: String) {
         },
     };
     let mut last = SandboxState::Pending;
+    let mut latest = sb;
     loop {
-        let heard = next(&mut rx, &app).await;
+        let heard = expiry::next_or_expiry(&mut rx, &app, &latest).await;
         if let Heard::Event(ev) = &heard
             && ev.key != pod_key
             && ev.key != key
@@ -240,6 +247,12 @@ pub async fn run_sandbox(app: Arc<App>, key: ObjKey, uid: String) {
         if deleting(&sb) {
             continue;
         }
+        if expiry::expired(&sb) {
+            let pod = app.store.get(&pod_key).map(|_| pod_key.clone());
+            expiry::expire(&app, &key, pod.as_ref());
+            return;
+        }
+        latest = sb.clone();
         let plan = app.sandbox_plan(&key.namespace, &key.name);
         if matches!(plan, SandboxPlan::Failed { .. } | SandboxPlan::Terminating) {
             continue;

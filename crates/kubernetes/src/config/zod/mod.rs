@@ -12,7 +12,7 @@ mod parse;
 pub use issue::{Issue, IssueData, SizedKind, ZodIssues, default_error_message};
 pub use parse::{
     NumberCheck, ObjectInput, ParseCtx, Parsed, StringCheck, UnknownKeys, any_string_key, array,
-    boolean, enumeration, number, optional, record, refine, string, with_default,
+    boolean, enumeration, number, optional, record, refine, refine_with, string, with_default,
 };
 
 use serde_json::Value;

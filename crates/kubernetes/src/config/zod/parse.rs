@@ -246,6 +246,26 @@ pub fn refine<T>(
     Parsed::with_dirty(value, dirty)
 }
 
+/// `.superRefine((value, ctx) => ctx.addIssue({code: "custom", message}))`: like [`refine`], but
+/// the check returns the issue's message, so it can say what is wrong with the value.
+pub fn refine_with<T>(
+    inner: Parsed<T>,
+    path: &PathRef<'_>,
+    cx: &mut ParseCtx,
+    check: impl FnOnce(&T) -> Option<String>,
+) -> Parsed<T> {
+    let (value, mut dirty) = match inner {
+        Parsed::Aborted => return Parsed::Aborted,
+        Parsed::Valid(value) => (value, false),
+        Parsed::Dirty(value) => (value, true),
+    };
+    if let Some(message) = check(&value) {
+        cx.add_issue(path, IssueData::custom(&message));
+        dirty = true;
+    }
+    Parsed::with_dirty(value, dirty)
+}
+
 /// `z.array(item)`: every item is parsed (so every item's issues are raised) before the
 /// statuses merge.
 pub fn array<T>(

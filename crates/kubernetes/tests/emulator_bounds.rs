@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 #[allow(dead_code)]
 #[path = "support/emulator.rs"]
 mod emulator_support;
-use emulator_support::{config, job_shim_override};
+use emulator_support::{config, start_with_job_shim};
 
 /// The host drops a reply line over this many characters (its JSON-RPC line limit).
 const HOST_LINE_LIMIT: usize = 128 * 1024 * 1024;
@@ -541,11 +541,7 @@ async fn an_execute_whose_exec_upgrade_hangs_times_out_on_its_watchdog() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_execute_whose_status_poll_hangs_times_out_on_its_deadline() {
-    let mut opts = KubeEmulatorOptions::for_tests();
-    opts.command_overrides = job_shim_override();
-    let emu = KubernetesEmulator::start(opts)
-        .await
-        .expect("emulator starts");
+    let emu = start_with_job_shim().await;
     let config = config(&emu, "job");
     let provider = KubernetesProvider::new();
     let acquired = provider

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use emulator::kubernetes::{KubeEmulatorOptions, KubernetesEmulator};
+use emulator::kubernetes::KubernetesEmulator;
 use kubernetes::KubernetesProvider;
 use sandbox_core::{ErrorClass, NullSink};
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 #[allow(dead_code)]
 #[path = "support/emulator.rs"]
 mod emulator_support;
-use emulator_support::{NS, config, job_shim_override, leaked_objects, until_clean};
+use emulator_support::{NS, config, leaked_objects, start_with_job_shim, until_clean};
 
 const CLAUDE_TAG: &str = "git-38d8f371722b315d2fb3bbaa512518742e33ce2f";
 const REGISTRY_PREFIX: &str = "imageRegistry must be a registry host with an optional path, such as ghcr.io/acme or https://ghcr.io/acme: ";
@@ -21,11 +21,7 @@ const REGISTRY_PREFIX: &str = "imageRegistry must be a registry host with an opt
 const CLEAN_WAIT: Duration = Duration::from_secs(10);
 
 async fn start() -> KubernetesEmulator {
-    let mut opts = KubeEmulatorOptions::for_tests();
-    opts.command_overrides = job_shim_override();
-    KubernetesEmulator::start(opts)
-        .await
-        .expect("emulator starts")
+    start_with_job_shim().await
 }
 
 /// The emulator's config for the sandbox-cr backend, with `extra` keys set.

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use emulator::kubernetes::{FaultRule, KubeEmulatorOptions, KubernetesEmulator, RequestRecord};
+use emulator::kubernetes::{FaultRule, KubernetesEmulator, RequestRecord};
 use kubernetes::KubernetesProvider;
 use kubernetes::cluster::unconfirmed_create::unconfirmed_create_message;
 use kubernetes::cluster::{SandboxApiVersion, WorkloadOrchestrator};
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 #[allow(dead_code)]
 #[path = "support/emulator.rs"]
 mod emulator_support;
-use emulator_support::{NS, config, job_shim_override, leaked_objects, until_clean};
+use emulator_support::{NS, config, leaked_objects, start_with_job_shim, until_clean};
 
 const SANDBOXES: &str = "/apis/agents.x-k8s.io/*/namespaces/*/sandboxes";
 const JOBS: &str = "/apis/batch/v1/namespaces/*/jobs";
@@ -24,11 +24,7 @@ const JOBS: &str = "/apis/batch/v1/namespaces/*/jobs";
 const CLEAN: Duration = Duration::from_secs(20);
 
 async fn start() -> KubernetesEmulator {
-    let mut opts = KubeEmulatorOptions::for_tests();
-    opts.command_overrides = job_shim_override();
-    KubernetesEmulator::start(opts)
-        .await
-        .expect("emulator starts")
+    start_with_job_shim().await
 }
 
 fn fault(method: &str, path: &str, times: u32, action: Value) -> FaultRule {

@@ -107,6 +107,36 @@ fn kill_left_argv_in(prefix: &str, keep_prefix: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+
+    /// `sh -c script` in the group wrapper, recording its group in `pid_file`.
+    fn start(pid_file: &str, script: &str) -> Child {
+        let argv: Vec<String> = ["/bin/sh", "-c", script].map(String::from).to_vec();
+        let wrapped = group_argv(pid_file, &argv);
+        Command::new(&wrapped[0])
+            .args(&wrapped[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Whether a wrapper has written its group to `file`.
+    fn recorded(file: &str) -> bool {
+        std::fs::read_to_string(file).is_ok_and(|t| !t.trim().is_empty())
+    }
+
+    /// Waits (10 s at most) until every wrapper of `files` has recorded its group.
+    fn wait_recorded(files: &[&str]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !files.iter().all(|f| recorded(f)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the wrappers record their groups"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 
     #[test]
     fn the_argvs_are_exact() {
@@ -129,31 +159,12 @@ mod tests {
     /// is removed.
     #[test]
     fn the_kill_of_several_commands_ends_every_group() {
-        use std::process::{Command, Stdio};
         let dir = tempfile::tempdir().unwrap();
         let file = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
         let (a, b, gone) = (file("a.pid"), file("b.pid"), file("gone.pid"));
-        let start = |pid_file: &str, script: &str| {
-            let argv: Vec<String> = ["/bin/sh", "-c", script].map(String::from).to_vec();
-            let wrapped = group_argv(pid_file, &argv);
-            Command::new(&wrapped[0])
-                .args(&wrapped[1..])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        };
         let mut first = start(&a, "sleep 300 & sleep 301");
         let mut second = start(&b, "trap '' TERM; while :; do sleep 1; done");
-        let recorded = |f: &str| std::fs::read_to_string(f).is_ok_and(|t| !t.trim().is_empty());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !(recorded(&a) && recorded(&b)) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the wrappers record their groups"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_recorded(&[&a, &b]);
         let argv = kill_all_argv(&[a.clone(), b.clone(), gone]);
         let status = Command::new(&argv[0]).args(&argv[1..]).status().unwrap();
         assert!(status.success());
@@ -168,7 +179,6 @@ mod tests {
     /// command runs on, and a file naming no group (or pid 1) is only removed.
     #[test]
     fn the_kill_of_what_other_workers_left_spares_this_workers_commands() {
-        use std::process::{Command, Stdio};
         let dir = tempfile::tempdir().unwrap();
         let prefix = format!("{}/paperclip-exec-", dir.path().to_str().unwrap());
         let file = |n: &str| format!("{prefix}{n}.pid");
@@ -176,28 +186,10 @@ mod tests {
         let (bogus, init) = (file("w1-x"), file("w1-y"));
         std::fs::write(&bogus, "-1; rm -rf /\n").unwrap();
         std::fs::write(&init, "-1\n").unwrap();
-        let start = |pid_file: &str, script: &str| {
-            let argv: Vec<String> = ["/bin/sh", "-c", script].map(String::from).to_vec();
-            let wrapped = group_argv(pid_file, &argv);
-            Command::new(&wrapped[0])
-                .args(&wrapped[1..])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        };
         let mut first = start(&old_a, "sleep 300 & sleep 301");
         let mut second = start(&old_b, "trap '' TERM; while :; do sleep 1; done");
         let mut own = start(&mine, "sleep 302");
-        let recorded = |f: &str| std::fs::read_to_string(f).is_ok_and(|t| !t.trim().is_empty());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !(recorded(&old_a) && recorded(&old_b) && recorded(&mine)) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the wrappers record their groups"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_recorded(&[&old_a, &old_b, &mine]);
         let argv = kill_left_argv_in(&prefix, &format!("{prefix}me-"));
         let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
         assert!(out.status.success());
@@ -234,7 +226,6 @@ mod tests {
     #[test]
     fn the_wrapper_runs_the_command_in_a_recorded_group() {
         use std::io::Write;
-        use std::process::{Command, Stdio};
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("g.pid").to_str().unwrap().to_string();
         let script = r#"read line; echo "$line|$1|$#"; echo err >&2; echo "$(cut -d' ' -f5 /proc/$$/stat) $$"; cat "$0"; exit 7"#;

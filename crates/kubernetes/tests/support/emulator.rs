@@ -23,6 +23,15 @@ pub fn job_shim_override() -> BTreeMap<String, Vec<String>> {
     )])
 }
 
+/// An emulator with the test options and the Job backend's shim ([`job_shim_override`]).
+pub async fn start_with_job_shim() -> KubernetesEmulator {
+    let mut opts = emulator::kubernetes::KubeEmulatorOptions::for_tests();
+    opts.command_overrides = job_shim_override();
+    KubernetesEmulator::start(opts)
+        .await
+        .expect("emulator starts")
+}
+
 /// A provider config for `emu`: company `acme`, `backend`, Cilium egress.
 pub fn config(emu: &KubernetesEmulator, backend: &str) -> Value {
     json!({"kubeconfig": emu.kubeconfig_yaml(), "companySlug": "acme", "backend": backend,

@@ -9,6 +9,10 @@
 #   scripts/real-cluster/node.sh up [--dir DIR] [--keep]
 #   scripts/real-cluster/node.sh down DIR      # restore the host after an `up` killed by SIGKILL
 #   scripts/real-cluster/node.sh check         # only the requirements (root, packages, cgroups)
+#   scripts/real-cluster/node.sh restart NAME DIR [--down SECONDS]
+#                                              # NAME (containerd or kubelet) of the
+#                                              # node running in DIR stopped, kept down SECONDS
+#                                              # (default 0), started again; prints its new pid
 #
 # `up` prints one JSON line on stdout when the node is Ready and untainted:
 #   {"dir":…,"server":…,"kubeconfig":…,"node":…,"images":{"agent":…,"pause":…,"agentRegistry":…,
@@ -21,6 +25,11 @@
 # ip6tables (each table the node changed is restored from iptables-save taken before; tables it
 # created are flushed and removed), the bridge and the node's address, CNI state, and DIR itself
 # (unless --keep). A later `up` cleans up after an earlier one that was killed before it could.
+#
+# `restart` (the fault tests) stops one component and has the running `up` start it again with
+# the same command line (scripts/lib/restart.sh: through files in DIR/control, the running
+# script told to expect the exit first); a component that exits without being asked still ends
+# the node.
 #
 # Root only. One node at a time on a host (a lock in /run): a second `up` waits for the first.
 # It fails, never skips, with the reason and what to install when it cannot run.
@@ -223,6 +232,20 @@ if [ "${1:-}" = check ]; then
   exit 0
 fi
 
+# shellcheck source=../lib/restart.sh
+source "$here/../lib/restart.sh"
+
+if [ "${1:-}" = restart ]; then
+  [ $# -eq 3 ] || { [ $# -eq 5 ] && [ "$4" = --down ]; } || usage
+  [ "$(id -u)" = 0 ] || die "must run as root"
+  [ -d "$3/host" ] || die "$3 is not the directory of a node (no host/ in it)"
+  case "$2" in
+    containerd | kubelet) request_restart "$3/control" "$2" "${5:-0}" ;;
+    *) die "restart: $2 is not a component that restarts (containerd, kubelet)" ;;
+  esac
+  exit 0
+fi
+
 if [ "${1:-}" = down ]; then
   [ $# -eq 2 ] || usage
   [ "$(id -u)" = 0 ] || die "must run as root"
@@ -379,7 +402,7 @@ start() {
     exec 6>&- 7>&-
     for h in $(hierarchies); do echo "$BASHPID" >"$h/$CGROUP_NAME/host/cgroup.procs" 2>/dev/null || true; done
     exec setpriv --pdeathsig KILL -- "$@"
-  ) >"$dir/logs/$name.log" 2>&1 </dev/null &
+  ) >>"$dir/logs/$name.log" 2>&1 </dev/null &
   pids[$name]=$!
 }
 
@@ -449,7 +472,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     conf_dir = "$dir/cni/net.d"
     max_conf_num = 1
 TOML
-start containerd containerd --config "$c/config.toml"
+start_containerd() { start containerd containerd --config "$c/config.toml"; }
+start_containerd
 ctr_() { ctr --address "$sock" -n k8s.io "$@" 7>&-; }
 wait_for containerd 60 ctr_ version
 for image in pause agent; do
@@ -529,9 +553,12 @@ serializeImagePulls: false
 failSwapOn: false
 logging: { format: text }
 YAML
-start kubelet "$KUBE_BIN/kubelet" --config "$dir/kubelet/config.yaml" --kubeconfig "$kubeconfig" \
-  --root-dir "$dir/kubelet/root" --cert-dir "$dir/kubelet/pki" --hostname-override "$NODE_NAME" \
-  --node-ip "$NODE_IP" --v=1
+start_kubelet() {
+  start kubelet "$KUBE_BIN/kubelet" --config "$dir/kubelet/config.yaml" --kubeconfig "$kubeconfig" \
+    --root-dir "$dir/kubelet/root" --cert-dir "$dir/kubelet/pki" --hostname-override "$NODE_NAME" \
+    --node-ip "$NODE_IP" --v=1
+}
+start_kubelet
 
 start agent-sandbox-controller "$AGENT_SANDBOX_BIN" --kubeconfig "$kubeconfig" --leader-elect=false \
   --metrics-bind-address=0 --health-probe-bind-address=0
@@ -556,11 +583,20 @@ printf '{"dir":"%s","server":"%s","kubeconfig":"%s","node":"%s","images":{"agent
   "${pids[containerd]}" "$CONTROL_PLANE_PID" "${pids[kube-scheduler]}" "${pids[kubelet]}" "${pids[agent-sandbox-controller]}"
 say "node $NODE_NAME ready at $server (admin kubeconfig $kubeconfig); stops at EOF on stdin or Ctrl-C"
 
+# What `restart` may stop (scripts/lib/restart.sh).
+mkdir -p "$dir/control"
+for name in containerd kubelet; do echo "${pids[$name]}" >"$dir/control/$name.pid"; done
+start_again() { "start_$1"; }
+
 set +e
-wait -n "${pids[stdin-watch]}" "${pids[containerd]}" "${pids[kube-scheduler]}" "${pids[kubelet]}" "${pids[agent-sandbox-controller]}" "$CONTROL_PLANE_PID"
-if ! kill -0 "${pids[stdin-watch]}" 2>/dev/null; then
-  exit 0
-fi
+while :; do
+  wait -n "${pids[stdin-watch]}" "${pids[containerd]}" "${pids[kube-scheduler]}" "${pids[kubelet]}" "${pids[agent-sandbox-controller]}" "$CONTROL_PLANE_PID"
+  if ! kill -0 "${pids[stdin-watch]}" 2>/dev/null; then
+    exit 0
+  fi
+  kill -0 "${pids[kube-scheduler]}" 2>/dev/null && kill -0 "${pids[agent-sandbox-controller]}" 2>/dev/null &&
+    kill -0 "$CONTROL_PLANE_PID" 2>/dev/null && restart_expected "$dir/control" "${pids[stdin-watch]}" containerd kubelet || break
+done
 for name in containerd kube-scheduler kubelet agent-sandbox-controller; do
   kill -0 "${pids[$name]}" 2>/dev/null || { say "$name exited"; tail -n 20 "$dir/logs/$name.log" >&2; }
 done

@@ -137,7 +137,7 @@ pub async fn wait_for_sandbox_ready_with<C: ClusterApi + ?Sized>(
     if clock.now_ms() >= wait.deadline {
         return Err(wait.timeout());
     }
-    let cr = wait.get().await?;
+    let cr = wait.get_through_outage().await?;
     if let Some(done) = wait.judge(&cr) {
         return done;
     }
@@ -184,6 +184,24 @@ enum Step {
 impl<C: ClusterApi + ?Sized> Wait<'_, C> {
     async fn get(&self) -> Result<Value, Error> {
         get_sandbox(self.cluster, self.version, self.namespace, self.name).await
+    }
+
+    /// A read of the Sandbox that rides out an API server it cannot reach (one restarting, a
+    /// connection refused or reset: no HTTP answer), tried again every `poll_ms` while the wait
+    /// has time left, the last such error returned when it has not (issue #38: a restart of
+    /// the API server under a ready-wait failed the execute at once with `connection refused`).
+    /// An HTTP answer (404 included) still ends the wait at once.
+    async fn get_through_outage(&self) -> Result<Value, Error> {
+        loop {
+            match self.get().await {
+                Err(Error::Api { code: 0, .. })
+                    if self.clock.now_ms().saturating_add(self.poll_ms) < self.deadline =>
+                {
+                    self.clock.sleep(self.poll_ms).await;
+                }
+                read => return read,
+            }
+        }
     }
 
     fn timeout(&self) -> Error {
@@ -362,7 +380,7 @@ impl<C: ClusterApi + ?Sized> Wait<'_, C> {
             Step::Sandbox(Item::Changed(cr)) => self.judge(&cr),
             Step::Sandbox(Item::Deleted(_) | Item::Restart) => {
                 sandboxes.start_over();
-                match self.get().await {
+                match self.get_through_outage().await {
                     Ok(cr) => self.judge(&cr),
                     Err(err) => Some(Err(err)),
                 }

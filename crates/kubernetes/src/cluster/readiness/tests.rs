@@ -138,6 +138,39 @@ async fn api_errors_propagate_without_retry() {
     assert_eq!(cluster.calls().len(), 1);
 }
 
+#[tokio::test]
+async fn an_api_server_out_of_reach_is_waited_out_within_the_wait() {
+    // A restart: refused, then reset, then the Sandbox Ready (issue #38).
+    let cluster = ScriptedCluster::new().script(
+        ApiMethod::GetNamespacedCustomObject,
+        vec![
+            ScriptedReply::Throws(Error::unanswered("connect: connection refused")),
+            ScriptedReply::Throws(Error::unanswered("connection reset by peer")),
+            ScriptedReply::Returns(ready_cr("7")),
+        ],
+    );
+    let status = wait(&cluster, &ManualClock::new(), PollOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(status.phase, WorkloadPhase::Pending);
+    assert_eq!(cluster.calls().len(), 3);
+}
+
+#[tokio::test]
+async fn an_api_server_out_of_reach_until_the_deadline_is_named_by_its_error() {
+    let cluster = ScriptedCluster::new().script(
+        ApiMethod::GetNamespacedCustomObject,
+        (0..1000)
+            .map(|_| ScriptedReply::Throws(Error::unanswered("connect: connection refused")))
+            .collect(),
+    );
+    let err = wait(&cluster, &ManualClock::new(), PollOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_status(), None);
+    assert!(err.to_string().contains("connection refused"), "{err}");
+}
+
 // ---- helpers of the watch and pod tests ------------------------------------------------------
 
 /// 2026-01-01T00:00:00Z: when the scripted Sandboxes and pods are created.

@@ -77,31 +77,6 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// A lease acquired with `config` by `provider`.
-async fn acquire_with(provider: KubernetesProvider, config: Value) -> RealLease {
-    let admin = client(&node().await.kubeconfig).await;
-    let acquired = provider
-        .acquire_lease(
-            &json!({"config": config, "companyId": COMPANY, "environmentId": "env-real",
-                "runId": "run-faults"}),
-            &NullSink,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("acquire refused: {}", e.message));
-    RealLease {
-        namespace: acquired["metadata"]["namespace"]
-            .as_str()
-            .unwrap()
-            .to_string(),
-        name: acquired["providerLeaseId"].as_str().unwrap().to_string(),
-        lease: json!({"providerLeaseId": acquired["providerLeaseId"],
-            "metadata": acquired["metadata"]}),
-        provider,
-        admin,
-        config,
-    }
-}
-
 /// A lease of its own company slug; the pod is up (one execute ran).
 async fn running_lease(prefix: &str) -> RealLease {
     let lease = RealLease::acquire(prefix, "sandbox-cr", json!({})).await;
@@ -440,7 +415,8 @@ async fn a_worker_killed_during_an_acquire_leaves_a_lease_that_ends_by_itself() 
         js_compat::date::parse(orphan["spec"]["shutdownTime"].as_str().unwrap()).unwrap() as u64;
 
     // A new worker: acquire, execute, release.
-    let lease = acquire_with(KubernetesProvider::new(), config.clone()).await;
+    let lease =
+        RealLease::acquire_with(KubernetesProvider::new(), config.clone(), "run-faults").await;
     assert_ne!(lease.name, orphan["metadata"]["name"].as_str().unwrap());
     assert_eq!(lease.sh("echo new").await, "new\n");
     let released = lease

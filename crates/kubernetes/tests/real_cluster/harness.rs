@@ -28,14 +28,23 @@ pub struct RealLease {
 impl RealLease {
     /// Acquires a lease on `backend` for a company slug of its own (so its own namespace).
     pub async fn acquire(prefix: &str, backend: &'static str, extra: Value) -> RealLease {
-        let node = node().await;
-        let admin = client(&node.kubeconfig).await;
-        let config = node.provider_config(&unique(prefix), backend, extra);
-        let provider = KubernetesProvider::new();
+        let config = node()
+            .await
+            .provider_config(&unique(prefix), backend, extra);
+        Self::acquire_with(KubernetesProvider::new(), config, &format!("run-{prefix}")).await
+    }
+
+    /// Acquires a lease with `config` through `provider` for the run `run_id`.
+    pub async fn acquire_with(
+        provider: KubernetesProvider,
+        config: Value,
+        run_id: &str,
+    ) -> RealLease {
+        let admin = client(&node().await.kubeconfig).await;
         let acquired = provider
             .acquire_lease(
                 &json!({"config": config, "companyId": COMPANY, "environmentId": "env-real",
-                    "runId": format!("run-{prefix}")}),
+                    "runId": run_id}),
                 &NullSink,
             )
             .await
